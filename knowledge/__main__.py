@@ -1,0 +1,3 @@
+from knowledge.cli import main
+
+main()

@@ -1,0 +1,229 @@
+"""Markdown docs: front matter (python-frontmatter) kept out of the body, then one chunk per heading section.
+
+Sections longer than the model's token limit are split on line boundaries with a small overlap; every chunk keeps
+its 1-based line range in the original file, front matter included.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath
+from typing import Any
+
+from ..records import Chunk, FileProblem, SourceFile
+
+CHUNKER_VERSION = 1
+OVERLAP_TOKENS = 32
+_ATX = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+_SETEXT = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
+
+
+@dataclass(frozen=True, slots=True)
+class DocMeta:
+    title: str
+    description: str
+    tags: tuple[str, ...]
+
+
+@dataclass(slots=True)
+class _Section:
+    path: list[str]
+    start: int  # 0-based index into body lines
+    lines: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedDoc:
+    meta: DocMeta
+    chunks: list[Chunk]
+    problems: list[FileProblem]
+
+
+def split_front_matter(source: SourceFile) -> tuple[dict[str, Any], str, int, FileProblem | None]:
+    """(metadata, body, 0-based file line of body line 0, problem)."""
+    import frontmatter
+    import yaml
+
+    handler = frontmatter.detect_format(source.text, [frontmatter.YAMLHandler()])
+    if handler is None:
+        return {}, source.text, 0, None
+    try:
+        raw, body = handler.split(source.text)
+    except ValueError:
+        return {}, source.text, 0, FileProblem(source.path, "front matter opened with --- but never closed")
+    offset = source.text[: len(source.text) - len(body)].count("\n")
+    try:
+        data = handler.load(raw)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        return (
+            {},
+            source.text,
+            0,
+            FileProblem(source.path, f"malformed YAML front matter{where}: {problem}; indexed as plain text"),
+        )
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        return (
+            {},
+            source.text,
+            0,
+            FileProblem(source.path, f"front matter is a {type(data).__name__}, not a mapping; indexed as plain text"),
+        )
+    return data, body, offset, None
+
+
+def _as_text(value: object) -> str:
+    if value is None:
+        return ""
+    return " ".join(str(value).split())
+
+
+def _tags(value: object) -> tuple[str, ...]:
+    if isinstance(value, str):
+        return tuple(t for t in (v.strip() for v in value.split(",")) if t)
+    if isinstance(value, list | tuple):
+        return tuple(_as_text(v) for v in value if _as_text(v))
+    return ()
+
+
+def _sections(lines: list[str]) -> list[_Section]:
+    sections = [_Section(path=[], start=0)]
+    stack: list[tuple[int, str]] = []
+    fence: str | None = None
+
+    def open_section(level: int, title: str, start: int) -> None:
+        while stack and stack[-1][0] >= level:
+            stack.pop()
+        stack.append((level, title))
+        sections.append(_Section(path=[t for _, t in stack], start=start))
+
+    for index, line in enumerate(lines):
+        fence_match = _FENCE.match(line)
+        if fence is not None:
+            if fence_match and fence_match.group(1)[0] == fence[0] and len(fence_match.group(1)) >= len(fence):
+                fence = None
+            sections[-1].lines.append(line)
+            continue
+        if fence_match:
+            fence = fence_match.group(1)
+            sections[-1].lines.append(line)
+            continue
+        atx = _ATX.match(line)
+        setext = _SETEXT.match(line)
+        current = sections[-1]
+        if atx:
+            open_section(len(atx.group(1)), (atx.group(2) or "").strip(), index)
+            sections[-1].lines.append(line)
+        elif (
+            setext
+            and current.lines
+            and current.lines[-1].strip()
+            and index - 1 > current.start - 1
+            and not _ATX.match(current.lines[-1])
+            and (len(current.lines) == 1 or not current.lines[-2].strip())
+        ):
+            title_line = current.lines.pop()
+            open_section(1 if setext.group(1)[0] == "=" else 2, title_line.strip(), index - 1)
+            sections[-1].lines.extend([title_line, line])
+        else:
+            current.lines.append(line)
+    return sections
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "section"
+
+
+def _header(meta: DocMeta, section: str) -> str:
+    lines = [meta.title + (f": {meta.description}" if meta.description else "")]
+    if section and section != meta.title:
+        lines.append(section)
+    return "\n".join(lines) + "\n\n"
+
+
+def _windows(lines: list[str], limit: int, count_tokens: Callable[[str], int]) -> list[tuple[int, int]]:
+    """[start, end) line windows whose text stays within `limit` tokens, overlapping by ~OVERLAP_TOKENS."""
+    costs = [count_tokens(line) + 1 for line in lines]  # +1: the newline
+    windows: list[tuple[int, int]] = []
+    start = 0
+    while start < len(lines):
+        end, used = start, 0
+        while end < len(lines) and (used + costs[end] <= limit or end == start):
+            used += costs[end]
+            end += 1
+        windows.append((start, end))
+        if end >= len(lines):
+            break
+        back, overlap = end, 0
+        while back - 1 > start and overlap + costs[back - 1] <= OVERLAP_TOKENS:
+            back -= 1
+            overlap += costs[back]
+        start = back
+    return windows
+
+
+def chunk_markdown(source: SourceFile, max_tokens: int, count_tokens: Callable[[str], int]) -> ParsedDoc:
+    """Split one Markdown file into section chunks; problems are reported, never raised."""
+    data, body, offset, problem = split_front_matter(source)
+    problems = [problem] if problem else []
+    lines = body.split("\n")
+    sections = _sections(lines)
+    first_heading = next((s.path[-1] for s in sections if s.path), "")
+    meta = DocMeta(
+        title=_as_text(data.get("title")) or first_heading or PurePosixPath(source.path).stem,
+        description=_as_text(data.get("description")),
+        tags=_tags(data.get("tags")),
+    )
+    chunks: list[Chunk] = []
+    used_ids: set[str] = set()
+    for section in sections:
+        heading_only = len(section.lines) <= (2 if section.lines[1:2] and _SETEXT.match(section.lines[1]) else 1)
+        if not "".join(section.lines).strip() or (section.path and heading_only):
+            continue
+        section_path = " > ".join(section.path)
+        header = _header(meta, section_path)
+        budget = max(16, max_tokens - count_tokens(header) - 2)  # 2: the model's special tokens
+        windows = _windows(section.lines, budget, count_tokens)
+        base_id = f"{source.path}#{_slug(section.path[-1]) if section.path else 'top'}"
+        for part, (start, end) in enumerate(windows):
+            # Trim blank lines at the edges so line ranges point at real text.
+            while start < end - 1 and not section.lines[start].strip():
+                start += 1
+            while end - 1 > start and not section.lines[end - 1].strip():
+                end -= 1
+            content = "\n".join(section.lines[start:end])
+            if not content.strip():
+                continue
+            chunk_id = base_id if part == 0 else f"{base_id}~{part + 1}"
+            suffix = 2
+            while chunk_id in used_ids:
+                chunk_id = f"{base_id}-{suffix}" + (f"~{part + 1}" if part else "")
+                suffix += 1
+            used_ids.add(chunk_id)
+            embed_text = header + content
+            first_line = offset + section.start + start + 1
+            chunks.append(
+                Chunk(
+                    id=chunk_id,
+                    path=source.path,
+                    kind="doc",
+                    title=meta.title,
+                    description=meta.description,
+                    section=section_path,
+                    line_start=first_line,
+                    line_end=first_line + (end - start) - 1,
+                    content=content,
+                    embed_text=embed_text,
+                    content_hash=hashlib.sha256(embed_text.encode("utf-8")).hexdigest(),
+                    tags=meta.tags,
+                )
+            )
+    return ParsedDoc(meta=meta, chunks=chunks, problems=problems)

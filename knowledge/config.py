@@ -1,0 +1,117 @@
+"""Settings and where each came from: the one place that reads `knowledge.toml` and environment variables.
+
+Precedence, highest first: command-line option > KNOWLEDGE_* variable > the seed's SEARCH_* variable >
+`knowledge.toml` in the repository root > the model's calibrated default (thresholds) > built-in default.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, fields, replace
+from pathlib import Path
+from typing import Any
+
+from .errors import ConfigError
+from .fs import user_cache_dir
+
+CONFIG_FILE = "knowledge.toml"
+DEFAULT_DOC_INCLUDE = ("**/*.md", "**/*.markdown", "**/*.mdx")
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """Resolved settings; thresholds left None mean "use the model's calibrated value"."""
+
+    model: str = "all-mpnet-base-v2"
+    model_variant: str = "fp32"
+    home: Path = Path()
+    include: tuple[str, ...] = DEFAULT_DOC_INCLUDE
+    exclude: tuple[str, ...] = ()
+    max_file_bytes: int = 2_000_000
+    k: int = 10
+    threshold: float | None = None
+    full_threshold: float | None = None
+    budget: int = 2000
+
+
+# setting -> (environment variables, highest priority first)
+ENV_VARS: dict[str, tuple[str, ...]] = {
+    "model": ("KNOWLEDGE_MODEL",),
+    "model_variant": ("KNOWLEDGE_MODEL_VARIANT",),
+    "home": ("KNOWLEDGE_HOME",),
+    "max_file_bytes": ("KNOWLEDGE_MAX_FILE_BYTES",),
+    "k": ("KNOWLEDGE_K",),
+    "threshold": ("KNOWLEDGE_THRESHOLD", "SEARCH_SIMILARITY_THRESHOLD"),
+    "full_threshold": ("KNOWLEDGE_FULL_THRESHOLD", "SEARCH_FULL_CONTEXT_SIMILARITY_THRESHOLD"),
+    "budget": ("KNOWLEDGE_BUDGET", "SEARCH_CONTEXT_TOKEN_LIMIT"),
+}
+
+
+def _coerce(name: str, value: Any, origin: str) -> Any:  # noqa: ANN401 - validated per field below
+    def fail(problem: str) -> ConfigError:
+        return ConfigError(f"{origin}: {name}: {problem}")
+
+    try:
+        if name in {"threshold", "full_threshold"}:
+            number = float(value)
+            if not -1.0 <= number <= 1.0:
+                raise fail(f"{number} is not a cosine similarity in [-1, 1]")
+            return number
+        if name in {"k", "budget", "max_file_bytes"}:
+            if isinstance(value, bool):
+                raise fail("expected an integer")
+            number = int(value)
+            if number < 1:
+                raise fail(f"{number} must be at least 1")
+            return number
+        if name in {"include", "exclude"}:
+            if isinstance(value, str) or not all(isinstance(v, str) for v in value):
+                raise fail("expected a list of glob strings")
+            return tuple(value)
+        if name == "home":
+            return Path(str(value)).expanduser()
+        if name == "model_variant":
+            if value not in {"fp32", "int8"}:
+                raise fail(f"{value!r} is not one of fp32, int8")
+            return str(value)
+        if name == "model":
+            return str(value)
+    except (TypeError, ValueError) as exc:
+        raise fail(f"invalid value {value!r}") from exc
+    raise fail("unknown setting")
+
+
+def _read_file(root: Path) -> dict[str, Any]:
+    path = root / CONFIG_FILE
+    if not path.is_file():
+        return {}
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: not valid TOML: {exc}") from exc
+    known = {f.name for f in fields(Settings)} - {"home"}
+    for key in data:
+        if key not in known:
+            raise ConfigError(f"{path}: unknown setting {key!r} (known: {', '.join(sorted(known))})")
+    return {key: _coerce(key, value, str(path)) for key, value in data.items()}
+
+
+def load_settings(
+    root: Path, overrides: Mapping[str, Any] | None = None, environ: Mapping[str, str] | None = None
+) -> tuple[Settings, dict[str, str]]:
+    """Resolve settings for the repository at `root`; returns them with the source of each one."""
+    env = os.environ if environ is None else environ
+    values: dict[str, Any] = {"home": user_cache_dir()}
+    sources: dict[str, str] = {f.name: "default" for f in fields(Settings)}
+    for key, value in _read_file(root).items():
+        values[key], sources[key] = value, CONFIG_FILE
+    for key, names in ENV_VARS.items():
+        for name in reversed(names):  # the first name wins, so apply it last
+            if env.get(name, "") != "":
+                values[key], sources[key] = _coerce(key, env[name], f"environment variable {name}"), name
+    for key, value in (overrides or {}).items():
+        if value is not None:
+            values[key], sources[key] = _coerce(key, value, f"option --{key.replace('_', '-')}"), "option"
+    return replace(Settings(), **values), sources

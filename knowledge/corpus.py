@@ -1,0 +1,125 @@
+"""Which files are indexed and as what: discovery (git or a .gitignore-aware walk), globs, decoding, hashing."""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import os
+import re
+from collections.abc import Iterable
+from pathlib import Path
+
+from . import git
+from .config import Settings
+from .records import FileProblem, SourceFile
+
+BINARY_SNIFF_BYTES = 8192
+
+
+def glob_to_regex(pattern: str) -> re.Pattern[str]:
+    """A gitignore-flavoured glob: `**/` matches any (or no) directories, `*` stays within one segment."""
+    out = []
+    i = 0
+    while i < len(pattern):
+        if pattern.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+        elif pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif pattern[i] == "*":
+            out.append("[^/]*")
+            i += 1
+        elif pattern[i] == "?":
+            out.append("[^/]")
+            i += 1
+        else:
+            out.append(re.escape(pattern[i]))
+            i += 1
+    return re.compile("".join(out) + r"\Z")
+
+
+def matches_any(path: str, patterns: Iterable[re.Pattern[str]]) -> bool:
+    return any(p.match(path) for p in patterns)
+
+
+def _gitignore_patterns(folder: Path) -> list[str]:
+    try:
+        lines = (folder / ".gitignore").read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return []
+    return [line.strip() for line in lines if line.strip() and not line.startswith("#")]
+
+
+def _ignored(rel: str, name: str, is_dir: bool, rules: list[tuple[str, str]]) -> bool:
+    ignored = False
+    for base, rule in rules:
+        negate = rule.startswith("!")
+        rule = rule[1:] if negate else rule
+        if rule.endswith("/"):
+            if not is_dir:
+                continue
+            rule = rule.rstrip("/")
+        local = rel[len(base) + 1 :] if base else rel
+        anchored = "/" in rule
+        target = local if anchored else name
+        if fnmatch.fnmatchcase(target, rule.lstrip("/")):
+            ignored = not negate
+    return ignored
+
+
+def walk_files(root: Path) -> list[str]:
+    """Files under `root` outside git, honouring .gitignore files at every level (common patterns only)."""
+    found: list[str] = []
+    stack: list[tuple[Path, list[tuple[str, str]]]] = [(root, [])]
+    while stack:
+        folder, inherited = stack.pop()
+        rel_folder = folder.relative_to(root).as_posix() if folder != root else ""
+        rules = inherited + [(rel_folder, rule) for rule in _gitignore_patterns(folder)]
+        try:
+            entries = sorted(os.scandir(folder), key=lambda e: e.name)
+        except OSError:
+            continue
+        for entry in entries:
+            rel = f"{rel_folder}/{entry.name}" if rel_folder else entry.name
+            is_dir = entry.is_dir(follow_symlinks=False)
+            if entry.name in {".git", ".knowledge"} or _ignored(rel, entry.name, is_dir, rules):
+                continue
+            if is_dir:
+                stack.append((Path(entry.path), rules))
+            elif entry.is_file(follow_symlinks=False):
+                found.append(rel)
+    return sorted(found)
+
+
+def candidate_paths(root: Path, settings: Settings) -> list[str]:
+    """Repository-relative paths that match the include globs and none of the exclude globs."""
+    inside_git = git.repo_root(root) is not None
+    names = git.listed_files(root) if inside_git else walk_files(root)
+    include = [glob_to_regex(p) for p in settings.include]
+    exclude = [glob_to_regex(p) for p in settings.exclude] + [glob_to_regex(".knowledge/**")]
+    return [n for n in names if matches_any(n, include) and not matches_any(n, exclude)]
+
+
+def read_source(root: Path, rel: str, settings: Settings) -> SourceFile | FileProblem:
+    """Decode one file, or say in one line why it cannot be indexed."""
+    path = root / rel
+    try:
+        size = path.stat().st_size
+        if not path.is_file():
+            return FileProblem(rel, "not a regular file")
+        if size > settings.max_file_bytes:
+            return FileProblem(rel, f"too large ({size:,} bytes > max_file_bytes {settings.max_file_bytes:,})")
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return FileProblem(rel, "listed by git but missing from the work tree")
+    except OSError as exc:
+        return FileProblem(rel, f"unreadable: {exc.strerror or exc}")
+    if b"\0" in data[:BINARY_SNIFF_BYTES]:
+        return FileProblem(rel, "binary content (NUL bytes)")
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        return FileProblem(rel, f"not valid UTF-8 (byte {exc.start}: {exc.reason})")
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return SourceFile(path=rel, kind="doc", text=text, content_hash=hashlib.sha256(data).hexdigest())

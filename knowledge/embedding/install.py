@@ -1,0 +1,159 @@
+"""Build, verify and cache a model under KNOWLEDGE_HOME/models: weights package -> ONNX -> reference check.
+
+A model folder is complete only once `model.json` exists in it: folders are built under a temporary name and renamed
+into place, so an interrupted build leaves nothing that looks usable.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import ModelUnavailableError, ModelVerificationError
+from ..fs import atomic_write, file_lock
+from .models import ModelSpec
+
+# Bump when export.py changes the graph it writes: old builds are then rebuilt, never reused.
+EXPORTER_VERSION = 1
+VARIANTS = ("fp32", "int8")
+MIN_REFERENCE_COSINE = {"fp32": 0.999, "int8": 0.98}
+
+
+@dataclass(frozen=True, slots=True)
+class InstalledModel:
+    """A built, verified model on disk."""
+
+    spec: ModelSpec
+    variant: str
+    path: Path
+    fingerprint: str
+    min_cosine: float
+
+
+def model_dir(home: Path, spec: ModelSpec, variant: str) -> Path:
+    return home / "models" / f"{spec.name}-{variant}-e{EXPORTER_VERSION}"
+
+
+def reference_texts() -> list[str]:
+    data = json.loads(resources.files(__package__).joinpath("reference/texts.json").read_text(encoding="utf-8"))
+    return list(data["texts"])
+
+
+def reference_vectors(spec: ModelSpec) -> np.ndarray:
+    with resources.files(__package__).joinpath(f"reference/{spec.name}.npy").open("rb") as handle:
+        return np.load(handle)
+
+
+def _read_installed(path: Path, spec: ModelSpec, variant: str) -> InstalledModel | None:
+    try:
+        info = json.loads((path / "model.json").read_text())
+    except (OSError, ValueError):
+        return None
+    if not (path / "model.onnx").is_file() or info.get("exporter_version") != EXPORTER_VERSION:
+        return None
+    return InstalledModel(spec, variant, path, info["fingerprint"], float(info["min_cosine"]))
+
+
+def installed_model(home: Path, spec: ModelSpec, variant: str) -> InstalledModel | None:
+    """The cached build of `spec`/`variant`, or None when there is none yet."""
+    return _read_installed(model_dir(home, spec, variant), spec, variant)
+
+
+def _quantize(model_path: Path) -> None:
+    # 8-bit block-wise weight-only MatMulNBits on every weight MatMul: plain dynamic int8 breaks mpnet (MODELS.md).
+    import onnx
+    from onnxruntime.quantization.matmul_nbits_quantizer import MatMulNBitsQuantizer
+
+    quantizer = MatMulNBitsQuantizer(
+        onnx.load(str(model_path)),
+        bits=8,
+        block_size=128,
+        is_symmetric=True,
+        accuracy_level=4,
+        op_types_to_quantize=("MatMul",),
+    )
+    quantizer.process()
+    onnx.save(quantizer.model.model, str(model_path))
+
+
+def verify(path: Path, spec: ModelSpec) -> float:
+    """Minimum cosine between this build's vectors and the reference sentence-transformers vectors."""
+    from .onnx_embedder import OnnxEmbedder
+
+    embedder = OnnxEmbedder(
+        path, model_id=spec.name, dims=spec.dims, max_tokens=spec.max_seq_length, pad_id=spec.pad_id
+    )
+    vectors = embedder.embed_documents(reference_texts())
+    return float(np.min(np.sum(vectors * reference_vectors(spec), axis=1)))
+
+
+def build_model(
+    home: Path, spec: ModelSpec, variant: str = "fp32", on_step: Callable[[str], None] | None = None
+) -> InstalledModel:
+    """Convert the installed weights of `spec` to ONNX, verify against the reference vectors and cache it."""
+    import onnx
+
+    from .export import build_onnx
+    from .weights import read_weights
+
+    if variant not in VARIANTS:
+        raise ModelUnavailableError(f"unknown model variant {variant!r}; choose one of {', '.join(VARIANTS)}")
+    step = on_step or (lambda _message: None)
+    target = model_dir(home, spec, variant)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with file_lock(target.parent / f".{target.name}.lock", timeout=1800):
+        existing = _read_installed(target, spec, variant)
+        if existing is not None:
+            return existing
+        step(f"reading {spec.name} weights from {', '.join(spec.packages[:1])}{'…' if len(spec.packages) > 1 else ''}")
+        weights = read_weights(spec)
+        step("building the ONNX graph")
+        graph = build_onnx(spec, weights)
+        scratch = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+        try:
+            onnx.save(graph, str(scratch / "model.onnx"))
+            del graph
+            (scratch / "tokenizer.json").write_text(weights.tokenizer_json, encoding="utf-8")
+            if variant == "int8":
+                step("quantizing weights to 8-bit blocks")
+                _quantize(scratch / "model.onnx")
+            step("verifying against reference vectors")
+            min_cosine = verify(scratch, spec)
+            if min_cosine < MIN_REFERENCE_COSINE[variant]:
+                raise ModelVerificationError(
+                    f"model {spec.name} ({variant}): min cosine {min_cosine:.5f} to the reference vectors is below "
+                    f"{MIN_REFERENCE_COSINE[variant]}; the build was discarded"
+                )
+            fingerprint = hashlib.sha256(
+                f"{spec.name}|{variant}|{weights.source_sha256}|e{EXPORTER_VERSION}".encode()
+            ).hexdigest()[:16]
+            info = {
+                "name": spec.name,
+                "variant": variant,
+                "dims": spec.dims,
+                "max_tokens": spec.max_seq_length,
+                "exporter_version": EXPORTER_VERSION,
+                "source_sha256": weights.source_sha256,
+                "fingerprint": fingerprint,
+                "min_cosine": min_cosine,
+                "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            }
+            atomic_write(scratch / "model.json", json.dumps(info, indent=2))
+            if target.exists():
+                shutil.rmtree(target)
+            scratch.rename(target)
+        finally:
+            if scratch.exists():
+                shutil.rmtree(scratch, ignore_errors=True)
+    installed = _read_installed(target, spec, variant)
+    assert installed is not None
+    return installed

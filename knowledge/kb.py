@@ -1,0 +1,140 @@
+"""KnowledgeBase: the facade every frontend uses; holds settings and one warm embedder."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from .config import Settings, load_settings
+from .corpus import candidate_paths, read_source
+from .embedding import Embedder, load_embedder, model_spec
+from .errors import KnowledgeError
+from .git import repo_root
+from .indexer import ProgressCallback, index_fingerprint, reindex_all
+from .records import FileProblem, IndexReport, IndexStatus, SearchResponse
+from .search import SearchOptions, search
+from .store import IndexStore, index_dir
+
+EmbedderFactory = Callable[[Settings], Embedder]
+
+
+def _default_factory(on_step: Callable[[str], None] | None) -> EmbedderFactory:
+    return lambda settings: load_embedder(settings.model, settings.home, settings.model_variant, on_step)
+
+
+class KnowledgeBase:
+    """The knowledge base of one repository (or folder)."""
+
+    def __init__(
+        self,
+        root: Path,
+        settings: Settings,
+        embedder_factory: EmbedderFactory | None = None,
+        on_model_step: Callable[[str], None] | None = None,
+    ) -> None:
+        self.root = root
+        self.settings = settings
+        self._factory = embedder_factory or _default_factory(on_model_step)
+        self._embedder: Embedder | None = None
+
+    @classmethod
+    def open(
+        cls,
+        path: Path,
+        overrides: dict[str, object] | None = None,
+        embedder_factory: EmbedderFactory | None = None,
+        on_model_step: Callable[[str], None] | None = None,
+    ) -> KnowledgeBase:
+        """The knowledge base for the git work tree holding `path` (or `path` itself outside git)."""
+        path = path.resolve()
+        if not path.is_dir():
+            raise KnowledgeError(f"{path}: not a directory")
+        root = repo_root(path) or path
+        settings, _ = load_settings(root, overrides)
+        return cls(root, settings, embedder_factory, on_model_step)
+
+    @property
+    def embedder(self) -> Embedder:
+        if self._embedder is None:
+            self._embedder = self._factory(self.settings)
+        return self._embedder
+
+    def default_thresholds(self) -> tuple[float, float]:
+        spec = model_spec(self.settings.model)
+        return spec.threshold, spec.full_threshold
+
+    def reindex_all(self, on_progress: ProgressCallback | None = None) -> IndexReport:
+        """Rebuild the whole index; unchanged chunks reuse cached vectors."""
+        return reindex_all(self.root, self.settings, self.embedder, self.default_thresholds(), on_progress)
+
+    def search(
+        self,
+        query: str,
+        *,
+        k: int | None = None,
+        threshold: float | None = None,
+        full_threshold: float | None = None,
+        budget: int | None = None,
+        metadata_only: bool = False,
+    ) -> SearchResponse:
+        """Ranked doc sections for `query`; None arguments fall back to settings, then to the index's calibration."""
+        if not query.strip():
+            raise KnowledgeError("the query is empty")
+        store = IndexStore.open(self.root, "docs")
+        store.check_compatible(index_fingerprint(self.embedder))
+        options = SearchOptions(
+            k=k or self.settings.k,
+            threshold=threshold
+            if threshold is not None
+            else (self.settings.threshold if self.settings.threshold is not None else store.manifest.threshold),
+            full_threshold=full_threshold
+            if full_threshold is not None
+            else (
+                self.settings.full_threshold
+                if self.settings.full_threshold is not None
+                else store.manifest.full_threshold
+            ),
+            budget=budget or self.settings.budget,
+            metadata_only=metadata_only,
+        )
+        return search(store, self.embedder, query, options)
+
+    def status(self) -> IndexStatus:
+        """What is indexed, with which model, how old, and what was skipped."""
+        base = {"root": str(self.root), "index_dir": str(index_dir(self.root))}
+        if not IndexStore.exists(self.root, "docs"):
+            return IndexStatus(
+                **base, exists=False, model=None, dims=None, files=0, chunks=0, built_at=None, age_seconds=None
+            )
+        store = IndexStore.open(self.root, "docs")
+        built = time.mktime(time.strptime(store.manifest.built_at, "%Y-%m-%dT%H:%M:%SZ")) - time.timezone
+        return IndexStatus(
+            **base,
+            exists=True,
+            model=f"{store.manifest.model_id} ({store.manifest.model_variant})",
+            dims=store.manifest.dims,
+            files=len(store.files),
+            chunks=len(store.chunks),
+            built_at=store.manifest.built_at,
+            age_seconds=round(time.time() - built, 1),
+            skipped=tuple(store.skipped),
+            thresholds={"threshold": store.manifest.threshold, "full_threshold": store.manifest.full_threshold},
+        )
+
+    def lint(self) -> list[FileProblem]:
+        """Docs that lack a `description` or cannot be read: one problem per file."""
+        from .chunking.markdown import split_front_matter
+
+        problems: list[FileProblem] = []
+        for rel in candidate_paths(self.root, self.settings):
+            source = read_source(self.root, rel, self.settings)
+            if isinstance(source, FileProblem):
+                problems.append(source)
+                continue
+            data, _, _, problem = split_front_matter(source)
+            if problem is not None:
+                problems.append(problem)
+            elif not str(data.get("description") or "").strip():
+                problems.append(FileProblem(rel, "no `description` in front matter"))
+        return problems

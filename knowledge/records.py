@@ -1,0 +1,116 @@
+"""Frozen records shared across layers: files, chunks, hits, responses, reports, progress."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True, slots=True)
+class SourceFile:
+    """One file chosen for indexing, decoded."""
+
+    path: str  # repository-relative, POSIX separators
+    kind: str  # "doc"
+    text: str
+    content_hash: str
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    """One retrievable unit: a doc section (or part of one)."""
+
+    id: str
+    path: str
+    kind: str
+    title: str
+    description: str
+    section: str  # heading path, "Install > With pip"
+    line_start: int  # 1-based, inclusive
+    line_end: int
+    content: str  # the source text of the chunk, as shown to a reader
+    embed_text: str  # header + content: what the model embeds
+    content_hash: str  # sha256 of embed_text: the embedding cache key
+    tags: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class FileProblem:
+    """A file that was skipped, or indexed with a problem worth reporting."""
+
+    path: str
+    problem: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.problem}"
+
+
+@dataclass(frozen=True, slots=True)
+class IndexReport:
+    """What a reindex did."""
+
+    files_indexed: int
+    chunks_total: int
+    chunks_embedded: int
+    chunks_reused: int
+    files_removed: int
+    skipped: tuple[FileProblem, ...] = ()
+    warnings: tuple[FileProblem, ...] = ()
+    undescribed: tuple[str, ...] = ()  # docs without a `description` (see `knowledge lint`)
+    seconds: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class SearchHit:
+    """One result; `content` is None when the hit is below the full-content threshold or metadata-only was asked."""
+
+    id: str
+    path: str
+    kind: str
+    score: float
+    title: str
+    description: str
+    section: str
+    line_start: int
+    line_end: int
+    content: str | None
+    tokens: int
+
+
+@dataclass(frozen=True, slots=True)
+class SearchResponse:
+    """A whole answer: hits packed best-first into the token budget."""
+
+    query: str
+    results: tuple[SearchHit, ...]
+    tokens_used: int
+    budget: int
+    omitted: int  # hits above the threshold left out by k or the budget
+    threshold: float
+    full_threshold: float
+    model: str
+
+
+@dataclass(frozen=True, slots=True)
+class Progress:
+    """A progress tick for long work: `done` of `total` units in `stage`."""
+
+    stage: str
+    done: int
+    total: int
+
+
+@dataclass(frozen=True, slots=True)
+class IndexStatus:
+    """What `knowledge status` reports."""
+
+    root: str
+    index_dir: str
+    exists: bool
+    model: str | None
+    dims: int | None
+    files: int
+    chunks: int
+    built_at: str | None
+    age_seconds: float | None
+    skipped: tuple[FileProblem, ...] = field(default_factory=tuple)
+    thresholds: dict[str, float] = field(default_factory=dict)

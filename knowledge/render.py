@@ -1,0 +1,94 @@
+"""Pure rendering of responses, reports and status as text or JSON-ready dicts (shared by CLI and server)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any
+
+from .records import IndexReport, IndexStatus, SearchResponse
+
+SEARCH_FORMAT_VERSION = 1
+
+
+def search_to_dict(response: SearchResponse) -> dict[str, Any]:
+    """The versioned JSON schema of docs/json-output.md."""
+    return {
+        "format_version": SEARCH_FORMAT_VERSION,
+        "query": response.query,
+        "model": response.model,
+        "threshold": response.threshold,
+        "full_threshold": response.full_threshold,
+        "budget": response.budget,
+        "tokens_used": response.tokens_used,
+        "omitted": response.omitted,
+        "results": [asdict(hit) for hit in response.results],
+    }
+
+
+def search_to_text(response: SearchResponse) -> str:
+    if not response.results:
+        return f"No results above similarity {response.threshold:.2f} for: {response.query}\n"
+    out: list[str] = []
+    for hit in response.results:
+        where = f"{hit.path}:{hit.line_start}-{hit.line_end}"
+        heading = " > ".join(part for part in (hit.title, hit.section) if part and part != hit.title) or hit.title
+        out.append(f"[{hit.score:.3f}] {where}  {hit.title}" + (f" — {hit.section}" if hit.section else ""))
+        if hit.description:
+            out.append(f"        {hit.description}")
+        if hit.content is not None:
+            out.extend("    " + line for line in hit.content.splitlines())
+        elif heading:
+            out.append("        (metadata only: below the full-content threshold or the budget)")
+        out.append("")
+    tail = f"{response.tokens_used}/{response.budget} tokens"
+    if response.omitted:
+        tail += f", {response.omitted} more result(s) left out"
+    out.append(tail)
+    return "\n".join(out) + "\n"
+
+
+def report_to_dict(report: IndexReport) -> dict[str, Any]:
+    data = asdict(report)
+    data["skipped"] = [str(p) for p in report.skipped]
+    data["warnings"] = [str(p) for p in report.warnings]
+    return data
+
+
+def report_summary(report: IndexReport) -> str:
+    line = (
+        f"indexed {report.files_indexed} files, {report.chunks_total} chunks "
+        f"({report.chunks_embedded} embedded, {report.chunks_reused} from cache) in {report.seconds:.1f}s"
+    )
+    if report.skipped:
+        line += f"; {len(report.skipped)} skipped"
+    return line
+
+
+def status_to_dict(status: IndexStatus) -> dict[str, Any]:
+    data = asdict(status)
+    data["skipped"] = [str(p) for p in status.skipped]
+    return data
+
+
+def status_to_text(status: IndexStatus) -> str:
+    if not status.exists:
+        return f"No index in {status.index_dir}; run `knowledge reindex-all`.\n"
+    lines = [
+        f"root:       {status.root}",
+        f"model:      {status.model}, {status.dims} dims",
+        f"indexed:    {status.files} files, {status.chunks} chunks",
+        f"built:      {status.built_at} ({_age(status.age_seconds or 0)} ago)",
+        f"thresholds: similarity {status.thresholds.get('threshold')}, "
+        f"full content {status.thresholds.get('full_threshold')}",
+    ]
+    if status.skipped:
+        lines.append(f"problems:   {len(status.skipped)}")
+        lines.extend(f"  {p}" for p in status.skipped)
+    return "\n".join(lines) + "\n"
+
+
+def _age(seconds: float) -> str:
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{seconds / size:.1f}{unit}"
+    return f"{seconds:.0f}s"
