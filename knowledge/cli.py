@@ -90,9 +90,11 @@ def _interactive(quiet: bool) -> bool:
 
 
 def _open(ctx: click.Context, progress: ProgressPrinter | None = None, **overrides: Any) -> KnowledgeBase:  # noqa: ANN401
+    root_obj = ctx.find_root().obj
     return KnowledgeBase.open(
-        ctx.obj["path"],
-        overrides={**ctx.obj["overrides"], **overrides},
+        root_obj["path"],
+        overrides={**root_obj["overrides"], **overrides},
+        embedder_factory=root_obj.get("embedder_factory"),  # tests inject a deterministic embedder here
         on_model_step=progress.step if progress else None,
     )
 

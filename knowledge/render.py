@@ -27,18 +27,16 @@ def search_to_dict(response: SearchResponse) -> dict[str, Any]:
 
 def search_to_text(response: SearchResponse) -> str:
     if not response.results:
-        return f"No results above similarity {response.threshold:.2f} for: {response.query}\n"
+        return f"No results at or above similarity {response.threshold:.2f} for: {response.query}\n"
     out: list[str] = []
     for hit in response.results:
-        where = f"{hit.path}:{hit.line_start}-{hit.line_end}"
-        heading = " > ".join(part for part in (hit.title, hit.section) if part and part != hit.title) or hit.title
-        out.append(f"[{hit.score:.3f}] {where}  {hit.title}" + (f" — {hit.section}" if hit.section else ""))
+        out.append(f"[{hit.score:.3f}] {hit.path}:{hit.line_start}-{hit.line_end}  {hit.section or hit.title}")
         if hit.description:
             out.append(f"        {hit.description}")
         if hit.content is not None:
             out.extend("    " + line for line in hit.content.splitlines())
-        elif heading:
-            out.append("        (metadata only: below the full-content threshold or the budget)")
+        else:
+            out.append("        (metadata only)")
         out.append("")
     tail = f"{response.tokens_used}/{response.budget} tokens"
     if response.omitted:

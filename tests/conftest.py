@@ -1,0 +1,88 @@
+from __future__ import annotations
+
+import hashlib
+import re
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+WORD = re.compile(r"\w+")
+
+
+class HashingEmbedder:
+    """Deterministic hashed bag-of-words unit vectors: exact, fast, and never what knowledge runs by default."""
+
+    model_id = "hashing-test"
+    dims = 64
+    max_tokens = 64
+    fingerprint = "hashing-test-1"
+
+    def _vector(self, text: str) -> np.ndarray:
+        vector = np.zeros(self.dims, dtype=np.float32)
+        for word in WORD.findall(text.lower()):
+            vector[int(hashlib.md5(word.encode()).hexdigest(), 16) % self.dims] += 1.0
+        norm = np.linalg.norm(vector)
+        return vector / norm if norm else vector
+
+    def embed_documents(self, texts, on_batch=None):
+        out = np.stack([self._vector(t) for t in texts]) if texts else np.zeros((0, self.dims), np.float32)
+        if on_batch:
+            on_batch(len(texts))
+        return out.astype(np.float32)
+
+    def embed_query(self, text):
+        return self._vector(text)
+
+    def count_tokens(self, text):
+        return len(WORD.findall(text))
+
+
+@pytest.fixture(autouse=True)
+def isolated_env(tmp_path_factory, monkeypatch):
+    home = tmp_path_factory.mktemp("knowledge-home")
+    monkeypatch.setenv("KNOWLEDGE_HOME", str(home))
+    for name in ("KNOWLEDGE_MODEL", "KNOWLEDGE_THRESHOLD", "KNOWLEDGE_FULL_THRESHOLD", "KNOWLEDGE_BUDGET",
+                 "SEARCH_SIMILARITY_THRESHOLD", "SEARCH_FULL_CONTEXT_SIMILARITY_THRESHOLD",
+                 "SEARCH_CONTEXT_TOKEN_LIMIT", "KNOWLEDGE_K"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("GIT_AUTHOR_NAME", "Test")
+    monkeypatch.setenv("GIT_AUTHOR_EMAIL", "test@example.com")
+    monkeypatch.setenv("GIT_COMMITTER_NAME", "Test")
+    monkeypatch.setenv("GIT_COMMITTER_EMAIL", "test@example.com")
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    return home
+
+
+@pytest.fixture
+def hashing_embedder():
+    return HashingEmbedder()
+
+
+def write(root: Path, files: dict[str, str | bytes]) -> None:
+    for rel, content in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, bytes):
+            path.write_bytes(content)
+        else:
+            path.write_text(content, encoding="utf-8")
+
+
+def git(root: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=root, check=True, capture_output=True, text=True).stdout
+
+
+@pytest.fixture
+def git_repo(tmp_path):
+    root = tmp_path / "repo"
+    root.mkdir()
+    git(root, "init", "-q", "-b", "main")
+    return root
+
+
+def commit(root: Path, files: dict[str, str | bytes], message: str = "change") -> None:
+    write(root, files)
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", message)

@@ -1,0 +1,141 @@
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from knowledge.cli import cli
+
+from .conftest import HashingEmbedder, commit, git
+
+FIXTURES = Path(__file__).parent / "fixtures" / "docs"
+
+
+def run(root, *args, expect=0):
+    runner = CliRunner()
+    result = runner.invoke(cli, ["-C", str(root), *args], obj={"embedder_factory": lambda s: HashingEmbedder()})
+    assert result.exit_code == expect, (result.output, result.exception)
+    return result
+
+
+@pytest.fixture
+def docs_repo(git_repo):
+    commit(git_repo, {f"docs/{p.name}": p.read_text() for p in FIXTURES.glob("*.md")})
+    return git_repo
+
+
+def test_reindex_then_search_json_schema(docs_repo):
+    result = run(docs_repo, "reindex-all")
+    assert "indexed 3 files" in result.stderr
+    data = json.loads(run(docs_repo, "search", "token budget omitted", "--json", "--threshold", "0").stdout)
+    assert data["format_version"] == 1
+    assert set(data) >= {"format_version", "query", "results", "tokens_used", "budget", "omitted"}
+    top = data["results"][0]
+    assert set(top) == {"id", "path", "kind", "score", "title", "description", "section", "line_start",
+                        "line_end", "content", "tokens"}
+    assert top["id"] == "docs/search.md#token-budget"
+    assert top["section"] == "Searching > Token budget"
+    assert (top["line_start"], top["line_end"]) == (9, 12)
+
+
+@pytest.mark.parametrize("budget", [1, 20, 50, 120, 400])
+def test_search_never_returns_more_tokens_than_the_budget(docs_repo, budget):
+    run(docs_repo, "reindex-all")
+    data = json.loads(run(docs_repo, "search", "hook install index", "--json", "--threshold", "-1",
+                          "--full-threshold", "-1", "--budget", str(budget)).stdout)
+    assert data["tokens_used"] <= budget
+    assert sum(r["tokens"] for r in data["results"]) == data["tokens_used"]
+    assert len(data["results"]) + data["omitted"] >= 1
+
+
+def test_results_below_full_threshold_have_no_text(docs_repo):
+    run(docs_repo, "reindex-all")
+    data = json.loads(run(docs_repo, "search", "uninstall hook chained", "--json", "--threshold", "0",
+                          "--full-threshold", "0.5").stdout)
+    assert data["results"]
+    for r in data["results"]:
+        assert (r["content"] is not None) == (r["score"] >= 0.5)
+    assert any(r["content"] is None for r in data["results"])
+    meta = json.loads(run(docs_repo, "search", "uninstall hook chained", "--json", "--threshold", "0",
+                          "--metadata-only").stdout)
+    assert meta["results"] and all(r["content"] is None for r in meta["results"])
+
+
+def test_no_hits_is_success(docs_repo):
+    run(docs_repo, "reindex-all")
+    data = json.loads(run(docs_repo, "search", "zebra", "--json", "--threshold", "0.99").stdout)
+    assert data["results"] == []
+
+
+def test_search_without_index_says_what_to_run(docs_repo):
+    result = run(docs_repo, "search", "hooks", expect=1)
+    assert "knowledge reindex-all" in result.stderr
+    result = run(docs_repo, "search", "hooks", "--build", "--threshold", "0")
+    assert "docs/hooks.md" in result.stdout
+
+
+def test_bad_inputs_are_reported_one_line_each_and_the_rest_is_indexed(docs_repo):
+    with (docs_repo / "docs" / "huge.md").open("wb") as handle:  # untracked: listed, never committed
+        handle.write(b"# Huge\n" + b"x" * (50 * 1024 * 1024))
+    commit(docs_repo, {
+        "docs/binary.md": b"\x89PNG\r\n\x1a\n\x00\x00\x00",
+        "docs/latin1.md": "# Caf\xe9\n".encode("latin-1"),
+        "docs/badyaml.md": "---\ntitle: [oops\ndescription: x\n---\n# Bad yaml\n\nstill indexed\n",
+        "docs/empty.md": "",
+        "docs/noheadings.md": "---\ndescription: plain\n---\njust words without any heading\n",
+        "docs/nodesc.md": "# No description\n\nbody\n",
+    })
+    result = run(docs_repo, "reindex-all", expect=1)
+    lines = result.stderr.splitlines()
+
+    def line_for(path):
+        found = [line for line in lines if line.startswith(f"docs/{path}: ")]
+        assert len(found) == 1, (path, lines)
+        return found[0]
+
+    assert "binary" in line_for("binary.md")
+    assert "not valid UTF-8" in line_for("latin1.md")
+    assert "malformed YAML front matter at line 3" in line_for("badyaml.md")
+    assert "empty" in line_for("empty.md")
+    assert "too large" in line_for("huge.md")
+    assert any("no `description`" in line and "knowledge lint" in line for line in lines)
+    status = json.loads(run(docs_repo, "status", "--json").stdout)
+    assert status["files"] == 3 + 4  # fixtures + badyaml, empty, noheadings, nodesc
+    data = json.loads(run(docs_repo, "search", "just words without any heading", "--json",
+                          "--threshold", "0").stdout)
+    assert data["results"][0]["path"] == "docs/noheadings.md"
+    data = json.loads(run(docs_repo, "search", "still indexed bad yaml", "--json", "--threshold", "0").stdout)
+    assert data["results"][0]["path"] == "docs/badyaml.md"
+
+
+def test_lint_lists_docs_without_description(docs_repo):
+    run(docs_repo, "lint")
+    commit(docs_repo, {"docs/nodesc.md": "# No description\n\nbody\n"})
+    result = run(docs_repo, "lint", expect=1)
+    assert result.stdout.splitlines() == ["docs/nodesc.md: no `description` in front matter"]
+
+
+def test_gitignored_and_excluded_files_are_not_indexed(docs_repo):
+    (docs_repo / ".gitignore").write_text("ignored/\n")
+    (docs_repo / "knowledge.toml").write_text('exclude = ["docs/install.md"]\n')
+    (docs_repo / "ignored").mkdir()
+    (docs_repo / "ignored" / "secret.md").write_text("# Secret\n\nhidden\n")
+    (docs_repo / "untracked.md").write_text("---\ndescription: u\n---\n# Untracked\n\nnew doc\n")
+    git(docs_repo, "config", "user.name", "x")
+    run(docs_repo, "reindex-all")
+    status = json.loads(run(docs_repo, "status", "--json").stdout)
+    assert status["files"] == 3  # hooks, search, untracked
+
+
+def test_folder_outside_git_honours_gitignore(tmp_path):
+    root = tmp_path / "plain"
+    shutil.copytree(FIXTURES, root / "docs")
+    (root / ".gitignore").write_text("docs/install.md\n")
+    run(root, "reindex-all")
+    assert json.loads(run(root, "status", "--json").stdout)["files"] == 2
+
+
+def test_empty_query_is_an_error(docs_repo):
+    run(docs_repo, "reindex-all")
+    assert "query is empty" in run(docs_repo, "search", "  ", expect=1).stderr

@@ -1,0 +1,29 @@
+import pytest
+
+from knowledge.config import load_settings
+from knowledge.errors import ConfigError
+
+
+def test_precedence_option_then_knowledge_env_then_seed_env_then_file(tmp_path):
+    (tmp_path / "knowledge.toml").write_text("threshold = 0.1\nbudget = 100\nk = 3\n")
+    env = {"SEARCH_SIMILARITY_THRESHOLD": "0.2", "SEARCH_CONTEXT_TOKEN_LIMIT": "200"}
+    settings, sources = load_settings(tmp_path, {}, env)
+    assert (settings.threshold, settings.budget, settings.k) == (0.2, 200, 3)
+    assert sources["threshold"] == "SEARCH_SIMILARITY_THRESHOLD"
+    assert sources["k"] == "knowledge.toml"
+    env["KNOWLEDGE_THRESHOLD"] = "0.3"
+    settings, sources = load_settings(tmp_path, {}, env)
+    assert settings.threshold == 0.3 and sources["threshold"] == "KNOWLEDGE_THRESHOLD"
+    settings, sources = load_settings(tmp_path, {"threshold": 0.4}, env)
+    assert settings.threshold == 0.4 and sources["threshold"] == "option"
+
+
+def test_unknown_key_names_the_file_and_key(tmp_path):
+    (tmp_path / "knowledge.toml").write_text("treshold = 0.1\n")
+    with pytest.raises(ConfigError, match=r"knowledge\.toml: unknown setting 'treshold'"):
+        load_settings(tmp_path, {}, {})
+
+
+def test_bad_env_value_is_named(tmp_path):
+    with pytest.raises(ConfigError, match="SEARCH_CONTEXT_TOKEN_LIMIT: budget: invalid value 'lots'"):
+        load_settings(tmp_path, {}, {"SEARCH_CONTEXT_TOKEN_LIMIT": "lots"})

@@ -1,0 +1,44 @@
+"""The project's own promises: README commands equal .ci/run, every doc has a description, commands have help."""
+
+import re
+from pathlib import Path
+
+import frontmatter
+from click.testing import CliRunner
+
+from knowledge.cli import cli
+
+ROOT = Path(__file__).parent.parent
+
+
+def readme_commands():
+    return re.findall(r"```bash\n(.+?)\n```", (ROOT / "README.md").read_text(), flags=re.S)[:2]
+
+
+def test_ci_runs_exactly_the_readme_commands():
+    install, test = readme_commands()
+    lines = [line for line in (ROOT / ".ci" / "run").read_text().splitlines() if line and not line.startswith("#")]
+    assert install in lines
+    assert test in lines
+    assert "knowledge reindex-all" in install and "knowledge search" in install
+
+
+def test_every_doc_page_has_a_description():
+    for page in sorted((ROOT / "docs").glob("*.md")):
+        assert str(frontmatter.load(page).get("description", "")).strip(), page
+
+
+def walk(group, prefix=()):
+    for name, command in group.commands.items():
+        yield (*prefix, name), command
+        if hasattr(command, "commands"):
+            yield from walk(command, (*prefix, name))
+
+
+def test_every_command_has_help_and_is_documented():
+    usage = (ROOT / "docs" / "usage.md").read_text()
+    for path, command in walk(cli):
+        assert command.help, path
+        assert f"knowledge {' '.join(path)}" in usage, path
+        result = CliRunner().invoke(cli, [*path, "--help"])
+        assert result.exit_code == 0
