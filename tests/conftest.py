@@ -43,9 +43,16 @@ class HashingEmbedder:
 def isolated_env(tmp_path_factory, monkeypatch):
     home = tmp_path_factory.mktemp("knowledge-home")
     monkeypatch.setenv("KNOWLEDGE_HOME", str(home))
-    for name in ("KNOWLEDGE_MODEL", "KNOWLEDGE_THRESHOLD", "KNOWLEDGE_FULL_THRESHOLD", "KNOWLEDGE_BUDGET",
-                 "SEARCH_SIMILARITY_THRESHOLD", "SEARCH_FULL_CONTEXT_SIMILARITY_THRESHOLD",
-                 "SEARCH_CONTEXT_TOKEN_LIMIT", "KNOWLEDGE_K"):
+    for name in (
+        "KNOWLEDGE_MODEL",
+        "KNOWLEDGE_THRESHOLD",
+        "KNOWLEDGE_FULL_THRESHOLD",
+        "KNOWLEDGE_BUDGET",
+        "SEARCH_SIMILARITY_THRESHOLD",
+        "SEARCH_FULL_CONTEXT_SIMILARITY_THRESHOLD",
+        "SEARCH_CONTEXT_TOKEN_LIMIT",
+        "KNOWLEDGE_K",
+    ):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("GIT_AUTHOR_NAME", "Test")
     monkeypatch.setenv("GIT_AUTHOR_EMAIL", "test@example.com")

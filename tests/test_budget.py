@@ -3,8 +3,19 @@ from knowledge.records import SearchHit
 
 
 def hit(i, content):
-    return SearchHit(id=f"d.md#{i}", path="d.md", kind="doc", score=1 - i / 10, title="T", description="D",
-                     section="S", line_start=1, line_end=2, content=content, tokens=0)
+    return SearchHit(
+        id=f"d.md#{i}",
+        path="d.md",
+        kind="doc",
+        score=1 - i / 10,
+        title="T",
+        description="D",
+        section="S",
+        line_start=1,
+        line_end=2,
+        content=content,
+        tokens=0,
+    )
 
 
 def words(text):

@@ -32,8 +32,19 @@ def test_reindex_then_search_json_schema(docs_repo):
     assert data["format_version"] == 1
     assert set(data) >= {"format_version", "query", "results", "tokens_used", "budget", "omitted"}
     top = data["results"][0]
-    assert set(top) == {"id", "path", "kind", "score", "title", "description", "section", "line_start",
-                        "line_end", "content", "tokens"}
+    assert set(top) == {
+        "id",
+        "path",
+        "kind",
+        "score",
+        "title",
+        "description",
+        "section",
+        "line_start",
+        "line_end",
+        "content",
+        "tokens",
+    }
     assert top["id"] == "docs/search.md#token-budget"
     assert top["section"] == "Searching > Token budget"
     assert (top["line_start"], top["line_end"]) == (9, 12)
@@ -42,8 +53,20 @@ def test_reindex_then_search_json_schema(docs_repo):
 @pytest.mark.parametrize("budget", [1, 20, 50, 120, 400])
 def test_search_never_returns_more_tokens_than_the_budget(docs_repo, budget):
     run(docs_repo, "reindex-all")
-    data = json.loads(run(docs_repo, "search", "hook install index", "--json", "--threshold", "-1",
-                          "--full-threshold", "-1", "--budget", str(budget)).stdout)
+    data = json.loads(
+        run(
+            docs_repo,
+            "search",
+            "hook install index",
+            "--json",
+            "--threshold",
+            "-1",
+            "--full-threshold",
+            "-1",
+            "--budget",
+            str(budget),
+        ).stdout
+    )
     assert data["tokens_used"] <= budget
     assert sum(r["tokens"] for r in data["results"]) == data["tokens_used"]
     assert len(data["results"]) + data["omitted"] >= 1
@@ -51,15 +74,20 @@ def test_search_never_returns_more_tokens_than_the_budget(docs_repo, budget):
 
 def test_results_below_full_threshold_have_no_text(docs_repo):
     run(docs_repo, "reindex-all")
-    data = json.loads(run(docs_repo, "search", "uninstall hook chained", "--json", "--threshold", "0",
-                          "--full-threshold", "0.5").stdout)
+    data = json.loads(
+        run(
+            docs_repo, "search", "uninstall hook chained", "--json", "--threshold", "0", "--full-threshold", "0.5"
+        ).stdout
+    )
     assert data["results"]
     for r in data["results"]:
         assert (r["content"] is not None) == (r["score"] >= 0.5)
     assert any(r["content"] is None for r in data["results"])
-    meta = json.loads(run(docs_repo, "search", "uninstall hook chained", "--json", "--threshold", "0",
-                          "--metadata-only").stdout)
-    assert meta["results"] and all(r["content"] is None for r in meta["results"])
+    meta = json.loads(
+        run(docs_repo, "search", "uninstall hook chained", "--json", "--threshold", "0", "--metadata-only").stdout
+    )
+    assert meta["results"]
+    assert all(r["content"] is None for r in meta["results"])
 
 
 def test_no_hits_is_success(docs_repo):
@@ -78,14 +106,17 @@ def test_search_without_index_says_what_to_run(docs_repo):
 def test_bad_inputs_are_reported_one_line_each_and_the_rest_is_indexed(docs_repo):
     with (docs_repo / "docs" / "huge.md").open("wb") as handle:  # untracked: listed, never committed
         handle.write(b"# Huge\n" + b"x" * (50 * 1024 * 1024))
-    commit(docs_repo, {
-        "docs/binary.md": b"\x89PNG\r\n\x1a\n\x00\x00\x00",
-        "docs/latin1.md": "# Caf\xe9\n".encode("latin-1"),
-        "docs/badyaml.md": "---\ntitle: [oops\ndescription: x\n---\n# Bad yaml\n\nstill indexed\n",
-        "docs/empty.md": "",
-        "docs/noheadings.md": "---\ndescription: plain\n---\njust words without any heading\n",
-        "docs/nodesc.md": "# No description\n\nbody\n",
-    })
+    commit(
+        docs_repo,
+        {
+            "docs/binary.md": b"\x89PNG\r\n\x1a\n\x00\x00\x00",
+            "docs/latin1.md": "# Caf\xe9\n".encode("latin-1"),
+            "docs/badyaml.md": "---\ntitle: [oops\ndescription: x\n---\n# Bad yaml\n\nstill indexed\n",
+            "docs/empty.md": "",
+            "docs/noheadings.md": "---\ndescription: plain\n---\njust words without any heading\n",
+            "docs/nodesc.md": "# No description\n\nbody\n",
+        },
+    )
     result = run(docs_repo, "reindex-all", expect=1)
     lines = result.stderr.splitlines()
 
@@ -102,8 +133,7 @@ def test_bad_inputs_are_reported_one_line_each_and_the_rest_is_indexed(docs_repo
     assert any("no `description`" in line and "knowledge lint" in line for line in lines)
     status = json.loads(run(docs_repo, "status", "--json").stdout)
     assert status["files"] == 3 + 4  # fixtures + badyaml, empty, noheadings, nodesc
-    data = json.loads(run(docs_repo, "search", "just words without any heading", "--json",
-                          "--threshold", "0").stdout)
+    data = json.loads(run(docs_repo, "search", "just words without any heading", "--json", "--threshold", "0").stdout)
     assert data["results"][0]["path"] == "docs/noheadings.md"
     data = json.loads(run(docs_repo, "search", "still indexed bad yaml", "--json", "--threshold", "0").stdout)
     assert data["results"][0]["path"] == "docs/badyaml.md"

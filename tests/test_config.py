@@ -13,9 +13,11 @@ def test_precedence_option_then_knowledge_env_then_seed_env_then_file(tmp_path):
     assert sources["k"] == "knowledge.toml"
     env["KNOWLEDGE_THRESHOLD"] = "0.3"
     settings, sources = load_settings(tmp_path, {}, env)
-    assert settings.threshold == 0.3 and sources["threshold"] == "KNOWLEDGE_THRESHOLD"
+    assert settings.threshold == 0.3
+    assert sources["threshold"] == "KNOWLEDGE_THRESHOLD"
     settings, sources = load_settings(tmp_path, {"threshold": 0.4}, env)
-    assert settings.threshold == 0.4 and sources["threshold"] == "option"
+    assert settings.threshold == 0.4
+    assert sources["threshold"] == "option"
 
 
 def test_unknown_key_names_the_file_and_key(tmp_path):

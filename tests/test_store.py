@@ -98,8 +98,12 @@ def test_killing_reindex_all_midway_leaves_previous_index_usable(indexed_repo):
     before = open_kb(indexed_repo).search("install hook", threshold=0)
     commit(indexed_repo, {f"docs/extra{i}.md": f"# Extra {i}\n\nmore text {i}\n" for i in range(20)})
     script = SLOW_REINDEX.format(tests=str(Path(__file__).parent), root=str(indexed_repo))
-    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True,
-                            env={**os.environ, "PYTHONPATH": str(Path(__file__).parent.parent)})
+    proc = subprocess.Popen(
+        [sys.executable, "-c", script],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).parent.parent)},
+    )
     assert proc.stdout.readline().strip() == "embedding"
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=10)
