@@ -15,7 +15,7 @@ from .config import load_settings
 from .errors import KnowledgeError
 from .git import repo_root
 from .kb import KnowledgeBase
-from .records import Progress
+from .records import IndexReport, Progress
 from .render import (
     report_summary,
     report_to_dict,
@@ -143,6 +143,10 @@ def reindex_all_command(ctx: click.Context, quiet: bool, as_json: bool) -> None:
         report = kb.reindex_all(on_progress=progress)
     finally:
         progress.close()
+    _finish_report(ctx, report, quiet, as_json)
+
+
+def _finish_report(ctx: click.Context, report: IndexReport, quiet: bool, as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps(report_to_dict(report), indent=2))
     if not quiet:
@@ -153,6 +157,55 @@ def reindex_all_command(ctx: click.Context, quiet: bool, as_json: bool) -> None:
         click.echo(report_summary(report), err=True)
     if report.skipped:
         ctx.exit(EXIT_PROBLEMS)
+
+
+@cli.command("reindex-from-changes")
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@click.option("--worktree", is_flag=True, help="Also index uncommitted changes (staged, unstaged, untracked).")
+@click.option("-q", "--quiet", is_flag=True, help="No progress or summary on stderr.")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON on stdout.")
+@click.option(
+    "--from-hook", "from_hook", metavar="HOOK", hidden=True, help="Run as git hook HOOK: log one line, never fail."
+)
+@click.pass_context
+def reindex_from_changes_command(
+    ctx: click.Context, paths: tuple[Path, ...], worktree: bool, quiet: bool, as_json: bool, from_hook: str | None
+) -> None:
+    """Re-index only what changed since the indexed commit, or exactly PATHS.
+
+    Deleted paths are removed, renamed files reuse their vectors, and unchanged chunks are never re-embedded.
+    The git hooks run this in the background after commits, merges, branch switches and rewrites.
+
+    \b
+    knowledge reindex-from-changes
+    knowledge reindex-from-changes docs/hooks.md docs/old-name.md
+    """
+    if from_hook:
+        _run_from_hook(ctx, from_hook)
+        return
+    progress = ProgressPrinter(_interactive(quiet))
+    kb = _open(ctx, progress)
+    relative = [kb.relative_path(p) for p in paths] if paths else None
+    try:
+        report = kb.reindex_changes(relative, worktree, on_progress=progress)
+    finally:
+        progress.close()
+    _finish_report(ctx, report, quiet, as_json)
+
+
+def _run_from_hook(ctx: click.Context, hook: str) -> None:
+    """The background half of a git hook: one log line on stdout (the hook log), exit 0 whatever happens."""
+    import time
+
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    try:
+        report = _open(ctx).reindex_changes()
+        line = report_summary(report) + "".join(f"; {p}" for p in (*report.skipped, *report.warnings))
+    except KnowledgeError as exc:
+        line = f"nothing indexed: {exc}"
+    except Exception as exc:  # the hook must never fail; the log says why
+        line = f"nothing indexed: internal error {type(exc).__name__}: {exc}"
+    click.echo(f"{stamp} {hook}: {line}")
 
 
 @cli.command("search")
@@ -250,6 +303,63 @@ def config_command(ctx: click.Context) -> None:
     settings, sources = load_settings(root, ctx.obj["overrides"])
     for name in settings.__dataclass_fields__:
         click.echo(f"{name} = {getattr(settings, name)!s}  ({sources[name]})")
+
+
+@cli.group("hooks")
+def hooks_group() -> None:
+    """Install, remove and inspect the git hooks that keep the index fresh."""
+
+
+def _print_hook_states(ctx: click.Context, states: list) -> None:
+    for state in states:
+        chained = " (chains the earlier hook, kept as .legacy)" if state.chained else ""
+        click.echo(f"{state.name:<14} {state.state:<10} {state.path}{chained}")
+
+
+@hooks_group.command("install")
+@click.pass_context
+def hooks_install_command(ctx: click.Context) -> None:
+    """Write post-commit, post-merge, post-checkout and post-rewrite hooks; existing hooks keep running.
+
+    \b
+    knowledge hooks install
+    """
+    from . import hooks
+
+    _print_hook_states(ctx, hooks.install(Path(ctx.find_root().obj["path"]).resolve()))
+
+
+@hooks_group.command("uninstall")
+@click.pass_context
+def hooks_uninstall_command(ctx: click.Context) -> None:
+    """Remove knowledge's hooks only, restoring any hook they chained.
+
+    \b
+    knowledge hooks uninstall
+    """
+    from . import hooks
+
+    _print_hook_states(ctx, hooks.uninstall(Path(ctx.find_root().obj["path"]).resolve()))
+
+
+@hooks_group.command("status")
+@click.pass_context
+def hooks_status_command(ctx: click.Context) -> None:
+    """Show which hooks are installed, chained or foreign, and the last hook log lines.
+
+    \b
+    knowledge hooks status
+    """
+    from . import hooks
+
+    root = Path(ctx.find_root().obj["path"]).resolve()
+    _print_hook_states(ctx, hooks.status(root))
+    top = repo_root(root) or root
+    log = top / hooks.LOG
+    if log.is_file():
+        click.echo(f"last lines of {log}:")
+        for line in log.read_text(encoding="utf-8", errors="replace").splitlines()[-5:]:
+            click.echo(f"  {line}")
 
 
 @cli.group("model")

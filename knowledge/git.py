@@ -55,3 +55,56 @@ def head_commit(root: Path) -> str | None:
         return run_git(root, "rev-parse", "--verify", "-q", "HEAD").strip() or None
     except subprocess.CalledProcessError:
         return None
+
+
+def commit_exists(root: Path, commit: str) -> bool:
+    try:
+        run_git(root, "cat-file", "-e", f"{commit}^{{commit}}")
+    except subprocess.CalledProcessError:
+        return False
+    return True
+
+
+def changed_paths(root: Path, old: str, new: str) -> set[str]:
+    """Paths touched between two commits; both sides of a rename or copy."""
+    out = run_git(root, "diff", "--name-status", "-z", "-M", "--no-ext-diff", old, new)
+    fields = [f for f in out.split("\0") if f]
+    paths: set[str] = set()
+    i = 0
+    while i < len(fields):
+        status = fields[i]
+        count = 2 if status[:1] in {"R", "C"} else 1
+        paths.update(fields[i + 1 : i + 1 + count])
+        i += 1 + count
+    return paths
+
+
+def worktree_changes(root: Path) -> set[str]:
+    """Paths whose work-tree or staged state differs from HEAD, plus untracked ones (not ignored)."""
+    out = run_git(root, "status", "--porcelain=v1", "-z", "--untracked-files=all")
+    fields = out.split("\0")
+    paths: set[str] = set()
+    i = 0
+    while i < len(fields):
+        entry = fields[i]
+        if len(entry) > 3:
+            paths.add(entry[3:])
+            if entry[0] in {"R", "C"}:  # porcelain -z puts a rename's source in the next field
+                i += 1
+                if i < len(fields) and fields[i]:
+                    paths.add(fields[i])
+        i += 1
+    return paths
+
+
+def git_path(root: Path, name: str) -> Path:
+    """`git rev-parse --git-path NAME`, absolute: right for worktrees and core.hooksPath alike."""
+    path = Path(run_git(root, "rev-parse", "--git-path", name).strip())
+    return path if path.is_absolute() else root / path
+
+
+def config_value(root: Path, key: str) -> str | None:
+    try:
+        return run_git(root, "config", "--get", key).strip() or None
+    except subprocess.CalledProcessError:
+        return None

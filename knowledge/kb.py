@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
 from pathlib import Path
 
+from . import git
 from .config import Settings, load_settings
 from .corpus import candidate_paths, read_source
 from .embedding import Embedder, load_embedder, model_spec
-from .errors import KnowledgeError
+from .errors import KnowledgeError, PathOutsideRepositoryError
 from .git import repo_root
-from .indexer import ProgressCallback, index_fingerprint, reindex_all
+from .indexer import ProgressCallback, index_fingerprint, reindex_all, reindex_changes, selection_fingerprint
 from .records import FileProblem, IndexReport, IndexStatus, SearchResponse
 from .search import SearchOptions, search
 from .store import IndexStore, index_dir
@@ -67,6 +69,49 @@ class KnowledgeBase:
     def reindex_all(self, on_progress: ProgressCallback | None = None) -> IndexReport:
         """Rebuild the whole index; unchanged chunks reuse cached vectors."""
         return reindex_all(self.root, self.settings, self.embedder, self.default_thresholds(), on_progress)
+
+    def reindex_changes(
+        self, paths: list[str] | None = None, worktree: bool = False, on_progress: ProgressCallback | None = None
+    ) -> IndexReport:
+        """Re-index what changed since the indexed commit (or exactly `paths`, repository-relative)."""
+        return reindex_changes(
+            self.root, self.settings, self.embedder, self.default_thresholds(), paths, worktree, on_progress
+        )
+
+    def relative_path(self, path: str | Path, base: Path | None = None) -> str:
+        """`path` (absolute, or relative to `base`) as a repository-relative POSIX path; refuses escapes."""
+        candidate = Path(path)
+        if not candidate.is_absolute():
+            candidate = (base or Path.cwd()) / candidate
+        resolved = Path(os.path.normpath(candidate))  # lexical: a deleted path must still resolve
+        try:
+            return resolved.relative_to(self.root).as_posix()
+        except ValueError:
+            raise PathOutsideRepositoryError(f"{path}: outside the repository root {self.root}") from None
+
+    def needs_catch_up(self) -> bool:
+        """Cheap check (one `git rev-parse`, one stat pass) whether the index trails HEAD or the files."""
+        if not IndexStore.exists(self.root, "docs"):
+            return True
+        store = IndexStore.open(self.root, "docs")
+        if store.manifest.selection != selection_fingerprint(self.settings):
+            return True
+        if git.repo_root(self.root) is not None and git.head_commit(self.root) != store.manifest.commit:
+            return True
+        built = time.mktime(time.strptime(store.manifest.built_at, "%Y-%m-%dT%H:%M:%SZ")) - time.timezone
+        for rel in store.files:
+            try:
+                if (self.root / rel).stat().st_mtime >= built - 1:  # built_at has 1 s resolution
+                    return True
+            except OSError:
+                return True
+        return False
+
+    def catch_up(self) -> IndexReport | None:
+        """Bring the index up to date if it trails; None (and almost no work) when it is current."""
+        if not self.needs_catch_up():
+            return None
+        return self.reindex_changes(worktree=True)
 
     def search(
         self,

@@ -31,6 +31,7 @@ class Chunk:
     embed_text: str  # header + content: what the model embeds
     content_hash: str  # sha256 of embed_text: the embedding cache key
     tags: tuple[str, ...] = ()
+    commit: str | None = None  # HEAD when this chunk was indexed
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +75,8 @@ class SearchHit:
     line_end: int
     content: str | None
     tokens: int
+    commit: str | None = None  # the commit the chunk was indexed at
+    stale: bool = False  # the file differs on disk from what was indexed
 
 
 @dataclass(frozen=True, slots=True)

@@ -57,6 +57,8 @@ def report_summary(report: IndexReport) -> str:
         f"indexed {report.files_indexed} files, {report.chunks_total} chunks "
         f"({report.chunks_embedded} embedded, {report.chunks_reused} from cache) in {report.seconds:.1f}s"
     )
+    if report.files_removed:
+        line += f"; {report.files_removed} removed"
     if report.skipped:
         line += f"; {len(report.skipped)} skipped"
     return line

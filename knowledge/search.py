@@ -25,6 +25,13 @@ def search(store: IndexStore, embedder: Embedder, query: str, options: SearchOpt
     """Rank chunks by cosine similarity to `query`; see docs/agents.md for what each threshold does."""
     vector = embedder.embed_query(query)
     candidates = store.search(vector, max(options.k * 3, CANDIDATE_FLOOR))
+    stale: dict[str, bool] = {}
+
+    def is_stale(path: str) -> bool:
+        if path not in stale:
+            stale[path] = store.file_changed(path)
+        return stale[path]
+
     above = [(chunk, score) for chunk, score in candidates if score >= options.threshold]
     hits = [
         SearchHit(
@@ -39,6 +46,8 @@ def search(store: IndexStore, embedder: Embedder, query: str, options: SearchOpt
             line_end=chunk.line_end,
             content=chunk.content if score >= options.full_threshold and not options.metadata_only else None,
             tokens=0,
+            commit=chunk.commit,
+            stale=is_stale(chunk.path),
         )
         for chunk, score in above[: options.k]
     ]

@@ -47,7 +47,8 @@ class Manifest:
     threshold: float
     full_threshold: float
     built_at: str
-    commit: str | None = None
+    commit: str | None = None  # HEAD when the index was last brought up to date
+    selection: str = ""  # fingerprint of include/exclude/size settings
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +89,12 @@ def _usearch_index() -> Any:  # noqa: ANN401 - the usearch.index.Index class
     return Index
 
 
+def _new_index(dims: int, keys: npt.NDArray[np.uint64], vectors: npt.NDArray[np.float32]) -> Any:  # noqa: ANN401
+    index = _usearch_index()(ndim=dims, metric="cos", dtype="f32", connectivity=16, expansion_add=128)
+    index.add(keys, np.asarray(vectors, dtype=np.float32))
+    return index
+
+
 def _file_identity(path: Path) -> dict[str, int]:
     stat = path.stat()
     return {"inode": stat.st_ino, "size": stat.st_size}
@@ -121,6 +128,7 @@ class IndexStore:
         self._index = index
         self.skipped = skipped
         self.files = files  # path -> content hash of the file as indexed
+        self._vectors_path = self.paths(root, kind)[0]
 
     # ---- reading -------------------------------------------------------------------------------------------
     @staticmethod
@@ -160,7 +168,9 @@ class IndexStore:
                 f"{vectors_path}: does not match {meta_path.name} (interrupted or edited); run `knowledge reindex-all`"
             )
         index = cls._restore(chosen, manifest.dims, len(chunks)) if chunks else None
-        return cls(root, kind, manifest, chunks, index, skipped, files)
+        store = cls(root, kind, manifest, chunks, index, skipped, files)
+        store._vectors_path = chosen
+        return store
 
     @staticmethod
     def _matching_vectors(vectors_path: Path, identity: dict[str, Any]) -> Path | None:
@@ -185,6 +195,13 @@ class IndexStore:
         if index is None or index.ndim != dims or len(index) != count:
             raise IndexCorruptError(f"{path}: vector index does not match its metadata; run `knowledge reindex-all`")
         return index
+
+    def file_changed(self, path: str) -> bool:
+        """True when `path` on disk is no longer what was indexed (edited, deleted or unreadable)."""
+        try:
+            return hashlib.sha256((self.root / path).read_bytes()).hexdigest() != self.files.get(path)
+        except OSError:
+            return True
 
     def check_compatible(self, fingerprint: str) -> None:
         if self.manifest.fingerprint != fingerprint:
@@ -221,20 +238,67 @@ class IndexStore:
         skipped: Sequence[FileProblem],
         files: dict[str, str],
     ) -> None:
-        """Replace this kind's generation atomically; the caller holds the index lock."""
-        Index = _usearch_index()
+        """Replace this kind's generation with a new one built from scratch; the caller holds the index lock."""
+        keys = np.arange(len(chunks), dtype=np.uint64)
+        index = _new_index(manifest.dims, keys, vectors) if len(chunks) else None
+        by_key = {int(key): chunk for key, chunk in zip(keys, chunks, strict=True)}
+        cls._write_generation(root, kind, manifest, by_key, index, skipped, files)
 
+    def updated(
+        self,
+        manifest: Manifest,
+        remove_paths: set[str],
+        chunks: Sequence[Chunk],
+        vectors: npt.NDArray[np.float32],
+        skipped: Sequence[FileProblem],
+        files: dict[str, str],
+    ) -> None:
+        """Write a new generation: this one minus every chunk of `remove_paths`, plus `chunks`."""
+        kept = {key: chunk for key, chunk in self.chunks.items() if chunk.path not in remove_paths}
+        removed = [key for key in self.chunks if key not in kept]
+        next_key = max(self.chunks, default=-1) + 1
+        new_keys = np.arange(next_key, next_key + len(chunks), dtype=np.uint64)
+        vectors = np.asarray(vectors, dtype=np.float32)
+        if self._index is None or len(removed) > len(self.chunks) // 4:
+            # Large change or empty index: a fresh graph from the kept vectors is cheaper than many tombstones.
+            kept_keys = np.array(sorted(kept), dtype=np.uint64)
+            all_keys = np.concatenate([kept_keys, new_keys])
+            all_vectors = np.concatenate([self.vectors(kept_keys), vectors]) if len(kept_keys) else vectors
+            index = _new_index(manifest.dims, all_keys, all_vectors) if len(all_keys) else None
+        else:
+            index = _usearch_index().restore(str(self._vectors_path))  # a private, writable copy
+            if removed:
+                index.remove(np.array(removed, dtype=np.uint64))
+            if len(chunks):
+                index.add(new_keys, vectors)
+        by_key = {**kept, **{int(key): chunk for key, chunk in zip(new_keys, chunks, strict=True)}}
+        self._write_generation(self.root, self.kind, manifest, by_key, index, skipped, files)
+
+    def vectors(self, keys: npt.NDArray[np.uint64]) -> npt.NDArray[np.float32]:
+        """Stored vectors for `keys`, in order."""
+        if self._index is None or not len(keys):
+            return np.zeros((0, self.manifest.dims), dtype=np.float32)
+        return np.asarray(self._index.get(keys, dtype=np.float32), dtype=np.float32).reshape(len(keys), -1)
+
+    @classmethod
+    def _write_generation(
+        cls,
+        root: Path,
+        kind: str,
+        manifest: Manifest,
+        chunks: dict[int, Chunk],
+        index: Any,  # noqa: ANN401 - usearch.index.Index or None when empty
+        skipped: Sequence[FileProblem],
+        files: dict[str, str],
+    ) -> None:
         vectors_path, meta_path = cls.paths(root, kind)
         vectors_path.parent.mkdir(parents=True, exist_ok=True)
-        keys = np.arange(len(chunks), dtype=np.uint64)
         fd, tmp_name = tempfile.mkstemp(prefix=f".{vectors_path.name}.", suffix=".tmp", dir=vectors_path.parent)
         os.close(fd)
         tmp = Path(tmp_name)
         try:
             identity: dict[str, Any] = {"count": len(chunks), "inode": 0, "size": 0, "sha256": ""}
-            if len(chunks):
-                index = Index(ndim=manifest.dims, metric="cos", dtype="f32", connectivity=16, expansion_add=128)
-                index.add(keys, np.asarray(vectors, dtype=np.float32))
+            if index is not None and len(chunks):
                 index.save(str(tmp))
                 with tmp.open("rb+") as handle:
                     os.fsync(handle.fileno())
@@ -244,7 +308,7 @@ class IndexStore:
                 "vectors": identity,
                 "files": files,
                 "skipped": [asdict(p) for p in skipped],
-                "chunks": {str(int(key)): _chunk_to_json(chunk) for key, chunk in zip(keys, chunks, strict=True)},
+                "chunks": {str(key): _chunk_to_json(chunk) for key, chunk in sorted(chunks.items())},
             }
             if vectors_path.exists():
                 prev = vectors_path.with_name(vectors_path.name + ".prev")
@@ -253,7 +317,7 @@ class IndexStore:
                     link_tmp.unlink()
                 os.link(vectors_path, link_tmp)
                 os.replace(link_tmp, prev)
-            if len(chunks):
+            if identity["size"]:
                 os.replace(tmp, vectors_path)
             fsync_dir(vectors_path.parent)
             atomic_write(meta_path, json.dumps(meta, ensure_ascii=False, separators=(",", ":")))

@@ -44,6 +44,8 @@ def test_reindex_then_search_json_schema(docs_repo):
         "line_end",
         "content",
         "tokens",
+        "commit",
+        "stale",
     }
     assert top["id"] == "docs/search.md#token-budget"
     assert top["section"] == "Searching > Token budget"

@@ -71,7 +71,14 @@ def installed_model(home: Path, spec: ModelSpec, variant: str) -> InstalledModel
 def _quantize(model_path: Path) -> None:
     # 8-bit block-wise weight-only MatMulNBits on every weight MatMul: plain dynamic int8 breaks mpnet (MODELS.md).
     import onnx
-    from onnxruntime.quantization.matmul_nbits_quantizer import MatMulNBitsQuantizer
+
+    try:
+        from onnxruntime.quantization.matmul_nbits_quantizer import MatMulNBitsQuantizer
+    except ImportError as exc:
+        raise ModelUnavailableError(
+            f"the int8 variant needs onnxruntime's quantizer, which could not load ({exc}); "
+            "fix: pip install 'onnx-ir>=1.0' (or the `quantize` extra)"
+        ) from exc
 
     quantizer = MatMulNBitsQuantizer(
         onnx.load(str(model_path)),

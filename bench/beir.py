@@ -1,0 +1,140 @@
+"""BEIR evaluator over ../shared/bench-data, run through knowledge's own embedder, store and search.
+
+Modes:
+  model    MTEB's protocol (document = title + " " + text, no chunking): proves conversion, tokenizer and pooling
+           against the published figures. Vectors go through IndexStore and its search.
+  product  the whole product path: each document becomes a Markdown file (title in front matter), then
+           KnowledgeBase.reindex_all() and KnowledgeBase.search(); a document's rank is its best chunk's.
+
+    python bench/beir.py --dataset scifact --model all-mpnet-base-v2 --mode model
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from beir_data import SHARED, BeirSet, load, mteb_text
+from metrics import evaluate
+
+from knowledge.config import load_settings
+from knowledge.embedding import load_embedder
+from knowledge.embedding.cache import EmbeddingCache, embed_with_cache
+from knowledge.kb import KnowledgeBase
+from knowledge.records import Chunk
+from knowledge.store import IndexStore, Manifest
+
+TOP = 100
+
+
+def run_model_mode(data: BeirSet, model: str, variant: str, home: Path) -> tuple[dict[str, list[str]], dict]:
+    embedder = load_embedder(model, home, variant)
+    ids = list(data.corpus)
+    texts = [mteb_text(*data.corpus[i]) for i in ids]
+    cache = EmbeddingCache(home / "embeddings" / f"{embedder.fingerprint}.sqlite", embedder.dims)
+    started = time.monotonic()
+    vectors, embedded = embed_with_cache(texts, embedder.embed_documents, cache, embedder.dims)
+    embed_seconds = time.monotonic() - started
+    chunks = [
+        Chunk(
+            id=i,
+            path=i,
+            kind="doc",
+            title="",
+            description="",
+            section="",
+            line_start=1,
+            line_end=1,
+            content="",
+            embed_text="",
+            content_hash="",
+        )
+        for i in ids
+    ]
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        manifest = Manifest(1, "bench", model, variant, embedder.dims, "cos", 0, embedder.fingerprint, -1.0, 1.0, "")
+        IndexStore.write(root, "docs", manifest, chunks, vectors, [], {})
+        store = IndexStore.open(root)
+        started = time.monotonic()
+        runs = {
+            qid: [chunk.id for chunk, _ in store.search(embedder.embed_query(text), TOP)]
+            for qid, text in data.queries.items()
+        }
+        query_seconds = time.monotonic() - started
+    return runs, {
+        "embedded": embedded,
+        "embed_seconds": round(embed_seconds, 1),
+        "query_ms_mean": round(1000 * query_seconds / len(data.queries), 2),
+    }
+
+
+def run_product_mode(data: BeirSet, model: str, variant: str, home: Path) -> tuple[dict[str, list[str]], dict]:
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        for doc_id, (title, text) in data.corpus.items():
+            safe_title = json.dumps(title)  # JSON strings are valid YAML scalars
+            (root / f"{doc_id}.md").write_text(f"---\ntitle: {safe_title}\n---\n{text}\n", encoding="utf-8")
+        settings, _ = load_settings(root, {"model": model, "model_variant": variant, "home": str(home)})
+        kb = KnowledgeBase(root, settings)
+        started = time.monotonic()
+        report = kb.reindex_all()
+        index_seconds = time.monotonic() - started
+        runs: dict[str, list[str]] = {}
+        started = time.monotonic()
+        for qid, text in data.queries.items():
+            response = kb.search(text, k=TOP, threshold=-1.0, full_threshold=2.0, budget=10**9, metadata_only=True)
+            ranked: list[str] = []
+            for hit in response.results:
+                doc_id = hit.path[: -len(".md")]
+                if doc_id not in ranked:
+                    ranked.append(doc_id)
+            runs[qid] = ranked
+        query_seconds = time.monotonic() - started
+    return runs, {
+        "chunks": report.chunks_total,
+        "embedded": report.chunks_embedded,
+        "index_seconds": round(index_seconds, 1),
+        "query_ms_mean": round(1000 * query_seconds / len(data.queries), 2),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--dataset", default="scifact")
+    parser.add_argument("--split", default="test")
+    parser.add_argument("--model", default="all-mpnet-base-v2")
+    parser.add_argument("--variant", default="fp32")
+    parser.add_argument("--mode", choices=["model", "product"], default="model")
+    parser.add_argument("--home", type=Path, default=None, help="KNOWLEDGE_HOME (models and vector cache)")
+    parser.add_argument("--out", type=Path, default=None, help="write the result as JSON here")
+    args = parser.parse_args()
+    settings, _ = load_settings(Path.cwd(), {"home": str(args.home) if args.home else None})
+    data = load(SHARED / args.dataset, args.split)
+    runner = run_model_mode if args.mode == "model" else run_product_mode
+    runs, info = runner(data, args.model, args.variant, settings.home)
+    result = {
+        "dataset": args.dataset,
+        "split": args.split,
+        "model": args.model,
+        "variant": args.variant,
+        "mode": args.mode,
+        "queries": len(data.qrels),
+        **{k: round(v, 4) for k, v in evaluate(runs, data.qrels).items()},
+        **info,
+    }
+    print(json.dumps(result))
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(result, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,142 @@
+"""Install, uninstall and inspect knowledge's git hooks (post-commit, post-merge, post-checkout, post-rewrite).
+
+The hook script returns at once: it starts `knowledge reindex-from-changes --from-hook NAME` detached in the
+background and never fails or blocks a git command, whatever state the index, the model or the install is in.
+An existing hook is kept as `NAME.legacy` and still runs first; uninstall removes only ours and puts it back.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import git
+from .errors import KnowledgeError
+
+HOOK_NAMES = ("post-commit", "post-merge", "post-checkout", "post-rewrite")
+MARKER = "# knowledge-managed-hook"
+LOG = Path(".knowledge") / "logs" / "hook.log"
+
+# Kept byte-identical to hooks/knowledge-hook by a test; @PYTHON@ is filled in at install time.
+TEMPLATE = """#!/bin/sh
+# knowledge-managed-hook (written by `knowledge hooks install`; `knowledge hooks uninstall` removes it)
+# Starts `knowledge reindex-from-changes` in the background and returns at once. It never fails a git command.
+KNOWLEDGE_PYTHON=@PYTHON@
+hook_name=$(basename "$0")
+status=0
+if [ -x "$0.legacy" ]; then
+    "$0.legacy" "$@" || status=$?
+fi
+(
+    top=$(git rev-parse --show-toplevel 2>/dev/null) || exit 0
+    gitdir=$(git rev-parse --absolute-git-dir 2>/dev/null) || exit 0
+    if [ "$hook_name" = post-checkout ] && [ "$3" != 1 ]; then
+        exit 0  # a file checkout, not a branch switch
+    fi
+    if [ -d "$gitdir/rebase-merge" ] || [ -d "$gitdir/rebase-apply" ]; then
+        # A rebase fires hooks for every replayed commit; only its final post-rewrite ("rebase") catches up, once.
+        if [ "$hook_name" != post-rewrite ] || [ "$1" != rebase ]; then
+            exit 0
+        fi
+    fi
+    mkdir -p "$top/.knowledge/logs" || exit 0
+    [ -f "$top/.knowledge/.gitignore" ] || printf '*\\n' > "$top/.knowledge/.gitignore"
+    log="$top/.knowledge/logs/hook.log"
+    if [ -x "$KNOWLEDGE_PYTHON" ] && "$KNOWLEDGE_PYTHON" -c 'import knowledge' 2>/dev/null; then
+        set -- "$KNOWLEDGE_PYTHON" -m knowledge
+    elif command -v knowledge >/dev/null 2>&1; then
+        set -- knowledge
+    else
+        stamp=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+        echo "$stamp $hook_name: nothing indexed: knowledge is not installed ($KNOWLEDGE_PYTHON, PATH)" >> "$log"
+        exit 0
+    fi
+    unset GIT_DIR GIT_WORK_TREE GIT_INDEX_FILE GIT_PREFIX
+    cd "$top" || exit 0
+    nohup "$@" reindex-from-changes --from-hook "$hook_name" >> "$log" 2>&1 &
+) </dev/null >/dev/null 2>&1
+exit $status
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class HookState:
+    name: str
+    path: Path
+    state: str  # "installed", "missing", or "foreign" (someone else's hook; ours is not there)
+    chained: bool  # an earlier hook is kept as NAME.legacy and runs first
+
+
+def render_hook(python: str | None = None) -> str:
+    return TEMPLATE.replace("@PYTHON@", shlex.quote(python or sys.executable))
+
+
+def is_ours(path: Path) -> bool:
+    try:
+        return MARKER in path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False
+
+
+def hooks_dir(root: Path) -> Path:
+    """The folder git runs hooks from; refuses core.hooksPath, which is often tracked or shared."""
+    configured = git.config_value(root, "core.hooksPath")
+    if configured:
+        raise KnowledgeError(
+            f"core.hooksPath is set to {configured!r}: knowledge will not write hooks there (it may be tracked or "
+            "shared). Add `knowledge reindex-from-changes --from-hook post-commit` to the hooks in that folder, or "
+            "use the pre-commit framework (docs/hooks.md)"
+        )
+    return git.git_path(root, "hooks")
+
+
+def _require_repo(root: Path) -> Path:
+    top = git.repo_root(root)
+    if top is None:
+        raise KnowledgeError(f"{root}: not inside a git work tree; hooks need git")
+    return top
+
+
+def install(root: Path, python: str | None = None) -> list[HookState]:
+    """Write our hooks, moving any foreign hook aside as NAME.legacy (it keeps running first)."""
+    folder = hooks_dir(_require_repo(root))
+    folder.mkdir(parents=True, exist_ok=True)
+    text = render_hook(python)
+    for name in HOOK_NAMES:
+        path = folder / name
+        legacy = folder / f"{name}.legacy"
+        if path.exists() and not is_ours(path):
+            if legacy.exists():
+                raise KnowledgeError(f"{path}: both a foreign hook and {legacy.name} exist; merge them by hand first")
+            os.replace(path, legacy)
+        tmp = folder / f".{name}.knowledge.tmp"
+        tmp.write_text(text, encoding="utf-8")
+        tmp.chmod(0o755)
+        os.replace(tmp, path)
+    return status(root)
+
+
+def uninstall(root: Path) -> list[HookState]:
+    """Remove only our hooks and restore chained ones."""
+    folder = hooks_dir(_require_repo(root))
+    for name in HOOK_NAMES:
+        path = folder / name
+        legacy = folder / f"{name}.legacy"
+        if path.exists() and is_ours(path):
+            path.unlink()
+            if legacy.exists():
+                os.replace(legacy, path)
+    return status(root)
+
+
+def status(root: Path) -> list[HookState]:
+    folder = hooks_dir(_require_repo(root))
+    states = []
+    for name in HOOK_NAMES:
+        path = folder / name
+        state = "installed" if is_ours(path) else ("foreign" if path.exists() else "missing")
+        states.append(HookState(name, path, state, (folder / f"{name}.legacy").exists()))
+    return states
