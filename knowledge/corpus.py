@@ -105,7 +105,8 @@ def read_source(root: Path, rel: str, settings: Settings) -> SourceFile | FilePr
     """Decode one file, or say in one line why it cannot be indexed."""
     path = root / rel
     try:
-        size = path.stat().st_size
+        info = path.stat()
+        size = info.st_size
         if not path.is_file():
             return FileProblem(rel, "not a regular file")
         if size > settings.max_file_bytes:
@@ -122,4 +123,10 @@ def read_source(root: Path, rel: str, settings: Settings) -> SourceFile | FilePr
     except UnicodeDecodeError as exc:
         return FileProblem(rel, f"not valid UTF-8 (byte {exc.start}: {exc.reason})")
     text = text.replace("\r\n", "\n").replace("\r", "\n")
-    return SourceFile(path=rel, kind="doc", text=text, content_hash=hashlib.sha256(data).hexdigest())
+    return SourceFile(
+        path=rel,
+        kind="doc",
+        text=text,
+        content_hash=hashlib.sha256(data).hexdigest(),
+        stat=(info.st_mtime_ns, len(data)),
+    )

@@ -108,3 +108,7 @@ def config_value(root: Path, key: str) -> str | None:
         return run_git(root, "config", "--get", key).strip() or None
     except subprocess.CalledProcessError:
         return None
+
+
+def commits_between(root: Path, old: str, new: str) -> int:
+    return int(run_git(root, "rev-list", "--count", f"{old}..{new}").strip() or 0)

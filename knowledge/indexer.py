@@ -42,6 +42,7 @@ def selection_fingerprint(settings: Settings) -> str:
 class _Chunked:
     chunks: list[Chunk] = field(default_factory=list)
     files: dict[str, str] = field(default_factory=dict)
+    stats: dict[str, list[int]] = field(default_factory=dict)
     skipped: list[FileProblem] = field(default_factory=list)
     warnings: list[FileProblem] = field(default_factory=list)
     undescribed: list[str] = field(default_factory=list)
@@ -73,6 +74,7 @@ def _chunk_files(
         if not parsed.meta.description:
             out.undescribed.append(rel)
         out.files[rel] = source.content_hash
+        out.stats[rel] = list(source.stat)
         out.chunks.extend(replace(chunk, commit=commit) for chunk in parsed.chunks)
         if on_progress is not None:
             on_progress(Progress("reading", done, len(paths)))
@@ -156,7 +158,16 @@ def _reindex_all_locked(
     chunked = _chunk_files(root, settings, embedder, candidate_paths(root, settings), commit, on_progress)
     vectors, embedded = _embed(chunked.chunks, settings, embedder, on_progress)
     manifest = _manifest(root, settings, embedder, thresholds, commit)
-    IndexStore.write(root, "docs", manifest, chunked.chunks, vectors, chunked.skipped + chunked.warnings, chunked.files)
+    IndexStore.write(
+        root,
+        "docs",
+        manifest,
+        chunked.chunks,
+        vectors,
+        chunked.skipped + chunked.warnings,
+        chunked.files,
+        chunked.stats,
+    )
     return _report(chunked, embedded, 0, started, len(chunked.files))
 
 
@@ -172,7 +183,7 @@ def reindex_all(
         return _reindex_all_locked(root, settings, embedder, thresholds, on_progress)
 
 
-def _changed_by_content(root: Path, settings: Settings, store: IndexStore) -> set[str]:
+def changed_by_content(root: Path, settings: Settings, store: IndexStore) -> set[str]:
     """Every path whose content differs from what is indexed: the fallback when git history cannot tell."""
     candidates = set(candidate_paths(root, settings))
     changed = {p for p in set(store.files) | {s.path for s in store.skipped} if p not in candidates}
@@ -195,7 +206,7 @@ def changed_since_index(root: Path, settings: Settings, store: IndexStore, workt
         or store.manifest.selection != selection_fingerprint(settings)
         or not git.commit_exists(root, stored)
     ):
-        return _changed_by_content(root, settings, store)
+        return changed_by_content(root, settings, store)
     paths = git.changed_paths(root, stored, head) if stored != head else set()
     if worktree:
         paths |= git.worktree_changes(root)
@@ -231,5 +242,5 @@ def reindex_changes(
         problems = [p for p in store.skipped if p.path not in targets] + chunked.skipped + chunked.warnings
         removed = len([p for p in targets if p in store.files and p not in chunked.files])
         manifest = _manifest(root, settings, embedder, thresholds, commit)
-        store.updated(manifest, targets, chunked.chunks, vectors, problems, files)
+        store.updated(manifest, targets, chunked.chunks, vectors, problems, files, chunked.stats)
     return _report(chunked, embedded, removed, started, len(chunked.files))

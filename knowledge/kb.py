@@ -12,11 +12,19 @@ from .config import Settings, load_settings
 from .corpus import candidate_paths, read_source
 from .embedding import Embedder, load_embedder, model_spec
 from .errors import KnowledgeError, PathOutsideRepositoryError
+from .fs import is_locked
 from .git import repo_root
-from .indexer import ProgressCallback, index_fingerprint, reindex_all, reindex_changes, selection_fingerprint
+from .indexer import (
+    ProgressCallback,
+    changed_by_content,
+    index_fingerprint,
+    reindex_all,
+    reindex_changes,
+    selection_fingerprint,
+)
 from .records import FileProblem, IndexReport, IndexStatus, SearchResponse
 from .search import SearchOptions, search
-from .store import IndexStore, index_dir
+from .store import IndexStore, index_dir, lock_path
 
 EmbedderFactory = Callable[[Settings], Embedder]
 
@@ -98,12 +106,12 @@ class KnowledgeBase:
             return True
         if git.repo_root(self.root) is not None and git.head_commit(self.root) != store.manifest.commit:
             return True
-        built = time.mktime(time.strptime(store.manifest.built_at, "%Y-%m-%dT%H:%M:%SZ")) - time.timezone
         for rel in store.files:
             try:
-                if (self.root / rel).stat().st_mtime >= built - 1:  # built_at has 1 s resolution
-                    return True
+                info = (self.root / rel).stat()
             except OSError:
+                return True
+            if store.stats.get(rel) != [info.st_mtime_ns, info.st_size]:
                 return True
         return False
 
@@ -165,7 +173,24 @@ class KnowledgeBase:
             age_seconds=round(time.time() - built, 1),
             skipped=tuple(store.skipped),
             thresholds={"threshold": store.manifest.threshold, "full_threshold": store.manifest.full_threshold},
+            **self._freshness(store),
         )
+
+    def _freshness(self, store: IndexStore) -> dict[str, object]:
+        head = git.head_commit(self.root) if git.repo_root(self.root) is not None else None
+        behind: int | None = None
+        commit = store.manifest.commit
+        if head and commit and git.commit_exists(self.root, commit):
+            behind = git.commits_between(self.root, commit, head)
+        problem_paths = {p.path for p in store.skipped}
+        changed = sorted(p for p in changed_by_content(self.root, self.settings, store) if p not in problem_paths)
+        return {
+            "commit": commit,
+            "head": head,
+            "commits_behind": behind,
+            "changed_files": tuple(changed),
+            "reindex_running": is_locked(lock_path(self.root)),
+        }
 
     def lint(self) -> list[FileProblem]:
         """Docs that lack a `description` or cannot be read: one problem per file."""

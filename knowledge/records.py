@@ -13,6 +13,7 @@ class SourceFile:
     kind: str  # "doc"
     text: str
     content_hash: str
+    stat: tuple[int, int] = (0, 0)  # (mtime_ns, size) when read: the cheap freshness check
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,3 +118,8 @@ class IndexStatus:
     age_seconds: float | None
     skipped: tuple[FileProblem, ...] = field(default_factory=tuple)
     thresholds: dict[str, float] = field(default_factory=dict)
+    commit: str | None = None  # the commit the index reflects
+    head: str | None = None
+    commits_behind: int | None = None  # None when the indexed commit is unknown to git (history rewritten)
+    changed_files: tuple[str, ...] = ()  # files whose content on disk differs from the index (work tree included)
+    reindex_running: bool = False

@@ -81,6 +81,15 @@ def status_to_text(status: IndexStatus) -> str:
         f"thresholds: similarity {status.thresholds.get('threshold')}, "
         f"full content {status.thresholds.get('full_threshold')}",
     ]
+    if status.commit:
+        behind = "unknown (history rewritten)" if status.commits_behind is None else status.commits_behind
+        lines.append(f"commit:     {status.commit[:12]} (HEAD {str(status.head)[:12]}, commits behind: {behind})")
+    lines.append(
+        f"changed:    {len(status.changed_files)} file(s) differ from the index"
+        + (": " + ", ".join(status.changed_files[:10]) if status.changed_files else "")
+    )
+    if status.reindex_running:
+        lines.append("reindex:    running now (a hook or another command holds the lock)")
     if status.skipped:
         lines.append(f"problems:   {len(status.skipped)}")
         lines.extend(f"  {p}" for p in status.skipped)

@@ -128,6 +128,7 @@ class IndexStore:
         self._index = index
         self.skipped = skipped
         self.files = files  # path -> content hash of the file as indexed
+        self.stats: dict[str, list[int]] = {}  # path -> [mtime_ns, size] when it was read
         self._vectors_path = self.paths(root, kind)[0]
 
     # ---- reading -------------------------------------------------------------------------------------------
@@ -169,6 +170,7 @@ class IndexStore:
             )
         index = cls._restore(chosen, manifest.dims, len(chunks)) if chunks else None
         store = cls(root, kind, manifest, chunks, index, skipped, files)
+        store.stats = {path: list(value) for path, value in meta.get("stats", {}).items()}
         store._vectors_path = chosen
         return store
 
@@ -237,12 +239,13 @@ class IndexStore:
         vectors: npt.NDArray[np.float32],
         skipped: Sequence[FileProblem],
         files: dict[str, str],
+        stats: dict[str, list[int]] | None = None,
     ) -> None:
         """Replace this kind's generation with a new one built from scratch; the caller holds the index lock."""
         keys = np.arange(len(chunks), dtype=np.uint64)
         index = _new_index(manifest.dims, keys, vectors) if len(chunks) else None
         by_key = {int(key): chunk for key, chunk in zip(keys, chunks, strict=True)}
-        cls._write_generation(root, kind, manifest, by_key, index, skipped, files)
+        cls._write_generation(root, kind, manifest, by_key, index, skipped, files, stats or {})
 
     def updated(
         self,
@@ -252,6 +255,7 @@ class IndexStore:
         vectors: npt.NDArray[np.float32],
         skipped: Sequence[FileProblem],
         files: dict[str, str],
+        stats: dict[str, list[int]] | None = None,
     ) -> None:
         """Write a new generation: this one minus every chunk of `remove_paths`, plus `chunks`."""
         kept = {key: chunk for key, chunk in self.chunks.items() if chunk.path not in remove_paths}
@@ -272,7 +276,8 @@ class IndexStore:
             if len(chunks):
                 index.add(new_keys, vectors)
         by_key = {**kept, **{int(key): chunk for key, chunk in zip(new_keys, chunks, strict=True)}}
-        self._write_generation(self.root, self.kind, manifest, by_key, index, skipped, files)
+        merged_stats = {p: v for p, v in self.stats.items() if p not in remove_paths} | (stats or {})
+        self._write_generation(self.root, self.kind, manifest, by_key, index, skipped, files, merged_stats)
 
     def vectors(self, keys: npt.NDArray[np.uint64]) -> npt.NDArray[np.float32]:
         """Stored vectors for `keys`, in order."""
@@ -290,6 +295,7 @@ class IndexStore:
         index: Any,  # noqa: ANN401 - usearch.index.Index or None when empty
         skipped: Sequence[FileProblem],
         files: dict[str, str],
+        stats: dict[str, list[int]],
     ) -> None:
         vectors_path, meta_path = cls.paths(root, kind)
         vectors_path.parent.mkdir(parents=True, exist_ok=True)
@@ -307,6 +313,7 @@ class IndexStore:
                 "manifest": asdict(manifest),
                 "vectors": identity,
                 "files": files,
+                "stats": {path: stats[path] for path in files if path in stats},
                 "skipped": [asdict(p) for p in skipped],
                 "chunks": {str(key): _chunk_to_json(chunk) for key, chunk in sorted(chunks.items())},
             }
