@@ -29,7 +29,7 @@ from knowledge.embedding import load_embedder
 from knowledge.embedding.cache import EmbeddingCache, embed_with_cache
 from knowledge.kb import KnowledgeBase
 from knowledge.records import Chunk
-from knowledge.store import IndexStore, Manifest
+from knowledge.store import FileTable, IndexStore, Manifest
 
 TOP = 100
 
@@ -61,7 +61,7 @@ def run_model_mode(data: BeirSet, model: str, variant: str, home: Path) -> tuple
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         manifest = Manifest(1, "bench", model, variant, embedder.dims, "cos", 0, embedder.fingerprint, -1.0, 1.0, "")
-        IndexStore.write(root, "docs", manifest, chunks, vectors, [], {})
+        IndexStore.write(root, "docs", manifest, chunks, vectors, FileTable({}, {}, []))
         store = IndexStore.open(root)
         started = time.monotonic()
         runs = {

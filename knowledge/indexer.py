@@ -23,7 +23,7 @@ from .embedding import Embedder
 from .embedding.cache import EmbeddingCache, embed_with_cache
 from .errors import IndexCorruptError, IndexIncompatibleError, IndexNotFoundError
 from .records import Chunk, FileProblem, IndexReport, Progress
-from .store import FORMAT_VERSION, IndexStore, Manifest, locked
+from .store import FORMAT_VERSION, FileTable, IndexStore, Manifest, locked
 
 ProgressCallback = Callable[[Progress], None]
 
@@ -46,6 +46,9 @@ class _Chunked:
     skipped: list[FileProblem] = field(default_factory=list)
     warnings: list[FileProblem] = field(default_factory=list)
     undescribed: list[str] = field(default_factory=list)
+
+    def table(self) -> FileTable:
+        return FileTable(self.files, self.stats, self.skipped + self.warnings)
 
 
 def _chunk_files(
@@ -158,16 +161,7 @@ def _reindex_all_locked(
     chunked = _chunk_files(root, settings, embedder, candidate_paths(root, settings), commit, on_progress)
     vectors, embedded = _embed(chunked.chunks, settings, embedder, on_progress)
     manifest = _manifest(root, settings, embedder, thresholds, commit)
-    IndexStore.write(
-        root,
-        "docs",
-        manifest,
-        chunked.chunks,
-        vectors,
-        chunked.skipped + chunked.warnings,
-        chunked.files,
-        chunked.stats,
-    )
+    IndexStore.write(root, "docs", manifest, chunked.chunks, vectors, chunked.table())
     return _report(chunked, embedded, 0, started, len(chunked.files))
 
 
@@ -238,9 +232,7 @@ def reindex_changes(
         candidates = set(candidate_paths(root, settings)) & targets
         chunked = _chunk_files(root, settings, embedder, candidates, commit, on_progress)
         vectors, embedded = _embed(chunked.chunks, settings, embedder, on_progress)
-        files = {p: h for p, h in store.files.items() if p not in targets} | chunked.files
-        problems = [p for p in store.skipped if p.path not in targets] + chunked.skipped + chunked.warnings
         removed = len([p for p in targets if p in store.files and p not in chunked.files])
         manifest = _manifest(root, settings, embedder, thresholds, commit)
-        store.updated(manifest, targets, chunked.chunks, vectors, problems, files, chunked.stats)
+        store.updated(manifest, targets, chunked.chunks, vectors, chunked.table())
     return _report(chunked, embedded, removed, started, len(chunked.files))

@@ -52,11 +52,12 @@ class Manifest:
 
 
 @dataclass(frozen=True, slots=True)
-class StoredChunk:
-    """The metadata kept per vector."""
+class FileTable:
+    """Per-file facts kept beside the chunks: what was indexed, when it was read, and what could not be."""
 
-    key: int
-    chunk: Chunk
+    hashes: dict[str, str]  # path -> sha256 of the file as indexed
+    stats: dict[str, list[int]]  # path -> [mtime_ns, size] when it was read
+    problems: list[FileProblem]  # skipped files and warnings
 
 
 def index_dir(root: Path) -> Path:
@@ -237,15 +238,13 @@ class IndexStore:
         manifest: Manifest,
         chunks: Sequence[Chunk],
         vectors: npt.NDArray[np.float32],
-        skipped: Sequence[FileProblem],
-        files: dict[str, str],
-        stats: dict[str, list[int]] | None = None,
+        table: FileTable,
     ) -> None:
         """Replace this kind's generation with a new one built from scratch; the caller holds the index lock."""
         keys = np.arange(len(chunks), dtype=np.uint64)
         index = _new_index(manifest.dims, keys, vectors) if len(chunks) else None
         by_key = {int(key): chunk for key, chunk in zip(keys, chunks, strict=True)}
-        cls._write_generation(root, kind, manifest, by_key, index, skipped, files, stats or {})
+        cls._write_generation(root, kind, manifest, by_key, index, table)
 
     def updated(
         self,
@@ -253,11 +252,9 @@ class IndexStore:
         remove_paths: set[str],
         chunks: Sequence[Chunk],
         vectors: npt.NDArray[np.float32],
-        skipped: Sequence[FileProblem],
-        files: dict[str, str],
-        stats: dict[str, list[int]] | None = None,
+        table: FileTable,
     ) -> None:
-        """Write a new generation: this one minus every chunk of `remove_paths`, plus `chunks`."""
+        """Write a new generation: this one minus every chunk and file fact of `remove_paths`, plus the new ones."""
         kept = {key: chunk for key, chunk in self.chunks.items() if chunk.path not in remove_paths}
         removed = [key for key in self.chunks if key not in kept]
         next_key = max(self.chunks, default=-1) + 1
@@ -276,8 +273,12 @@ class IndexStore:
             if len(chunks):
                 index.add(new_keys, vectors)
         by_key = {**kept, **{int(key): chunk for key, chunk in zip(new_keys, chunks, strict=True)}}
-        merged_stats = {p: v for p, v in self.stats.items() if p not in remove_paths} | (stats or {})
-        self._write_generation(self.root, self.kind, manifest, by_key, index, skipped, files, merged_stats)
+        merged = FileTable(
+            hashes={p: h for p, h in self.files.items() if p not in remove_paths} | table.hashes,
+            stats={p: v for p, v in self.stats.items() if p not in remove_paths} | table.stats,
+            problems=[p for p in self.skipped if p.path not in remove_paths] + table.problems,
+        )
+        self._write_generation(self.root, self.kind, manifest, by_key, index, merged)
 
     def vectors(self, keys: npt.NDArray[np.uint64]) -> npt.NDArray[np.float32]:
         """Stored vectors for `keys`, in order."""
@@ -293,9 +294,7 @@ class IndexStore:
         manifest: Manifest,
         chunks: dict[int, Chunk],
         index: Any,  # noqa: ANN401 - usearch.index.Index or None when empty
-        skipped: Sequence[FileProblem],
-        files: dict[str, str],
-        stats: dict[str, list[int]],
+        table: FileTable,
     ) -> None:
         vectors_path, meta_path = cls.paths(root, kind)
         vectors_path.parent.mkdir(parents=True, exist_ok=True)
@@ -312,9 +311,9 @@ class IndexStore:
             meta = {
                 "manifest": asdict(manifest),
                 "vectors": identity,
-                "files": files,
-                "stats": {path: stats[path] for path in files if path in stats},
-                "skipped": [asdict(p) for p in skipped],
+                "files": table.hashes,
+                "stats": {path: table.stats[path] for path in table.hashes if path in table.stats},
+                "skipped": [asdict(p) for p in table.problems],
                 "chunks": {str(key): _chunk_to_json(chunk) for key, chunk in sorted(chunks.items())},
             }
             if vectors_path.exists():
@@ -333,7 +332,7 @@ class IndexStore:
                 json.dumps(
                     {
                         **asdict(manifest),
-                        "kinds": {kind: {"chunks": len(chunks), "files": len(files)}},
+                        "kinds": {kind: {"chunks": len(chunks), "files": len(table.hashes)}},
                         "written_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                     },
                     indent=2,

@@ -103,8 +103,11 @@ def test_model_change_rebuilds_instead_of_mixing(repo):
 
 
 def test_outside_paths_are_refused(repo):
-    result = CliRunner().invoke(cli, ["-C", str(repo), "reindex-from-changes", "/etc/passwd"],
-                                obj={"embedder_factory": lambda s: HashingEmbedder()})
+    result = CliRunner().invoke(
+        cli,
+        ["-C", str(repo), "reindex-from-changes", "/etc/passwd"],
+        obj={"embedder_factory": lambda s: HashingEmbedder()},
+    )
     assert result.exit_code == 1
     assert "outside the repository root" in result.stderr
 
@@ -132,8 +135,9 @@ def test_status_reports_commits_behind(repo):
 
 def test_cli_reindex_from_changes(repo):
     commit(repo, {"docs/d1.md": DOC.format(t="Doc1", body="cli edit")})
-    result = CliRunner().invoke(cli, ["-C", str(repo), "reindex-from-changes"],
-                                obj={"embedder_factory": lambda s: HashingEmbedder()})
+    result = CliRunner().invoke(
+        cli, ["-C", str(repo), "reindex-from-changes"], obj={"embedder_factory": lambda s: HashingEmbedder()}
+    )
     assert result.exit_code == 0, result.output
     assert "indexed 1 files, 2 chunks (1 embedded, 1 from cache)" in result.stderr
     assert Path(repo / ".knowledge" / "docs.meta.json").exists()
