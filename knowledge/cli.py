@@ -386,7 +386,7 @@ def model_install_command(ctx: click.Context, name: str | None, variant: str | N
     settings, _ = load_settings(Path(root_ctx.obj["path"]).resolve(), root_ctx.obj["overrides"])
     spec = model_spec(name or settings.model)
     chosen = variant or settings.model_variant
-    say = (lambda message: click.echo(f"{spec.name}: {message}", err=True)) if not quiet else None
+    say = (lambda message: click.echo(f"{spec.name}: {message}", err=True)) if _interactive(quiet) else None
     installed = build_model(settings.home, spec, chosen, say)
     click.echo(f"{spec.name} ({chosen}) ready: {installed.path} (min cosine to reference {installed.min_cosine:.6f})")
 
