@@ -44,19 +44,21 @@ fi
     fi
     mkdir -p "$top/.knowledge/logs" || exit 0
     [ -f "$top/.knowledge/.gitignore" ] || printf '*\\n' > "$top/.knowledge/.gitignore"
-    log="$top/.knowledge/logs/hook.log"
-    if [ -x "$KNOWLEDGE_PYTHON" ] && "$KNOWLEDGE_PYTHON" -c 'import knowledge' 2>/dev/null; then
-        set -- "$KNOWLEDGE_PYTHON" -m knowledge
-    elif command -v knowledge >/dev/null 2>&1; then
-        set -- knowledge
-    else
-        stamp=$(date -u +%Y-%m-%dT%H:%M:%SZ)
-        echo "$stamp $hook_name: nothing indexed: knowledge is not installed ($KNOWLEDGE_PYTHON, PATH)" >> "$log"
-        exit 0
-    fi
-    unset GIT_DIR GIT_WORK_TREE GIT_INDEX_FILE GIT_PREFIX
     cd "$top" || exit 0
-    nohup "$@" reindex-from-changes --from-hook "$hook_name" >> "$log" 2>&1 &
+    unset GIT_DIR GIT_WORK_TREE GIT_INDEX_FILE GIT_PREFIX
+    # Detached: even finding Python and importing knowledge takes longer than a commit should wait.
+    (
+        if [ -x "$KNOWLEDGE_PYTHON" ] && "$KNOWLEDGE_PYTHON" -c 'import knowledge' 2>/dev/null; then
+            set -- "$KNOWLEDGE_PYTHON" -m knowledge
+        elif command -v knowledge >/dev/null 2>&1; then
+            set -- knowledge
+        else
+            stamp=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+            echo "$stamp $hook_name: nothing indexed: knowledge is not installed ($KNOWLEDGE_PYTHON, PATH)"
+            exit 0
+        fi
+        exec "$@" reindex-from-changes --from-hook "$hook_name"
+    ) >> .knowledge/logs/hook.log 2>&1 &
 ) </dev/null >/dev/null 2>&1
 exit $status
 """

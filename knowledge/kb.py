@@ -22,7 +22,7 @@ from .indexer import (
     reindex_changes,
     selection_fingerprint,
 )
-from .records import FileProblem, IndexReport, IndexStatus, SearchResponse
+from .records import FileProblem, IndexReport, IndexStatus, SearchHit, SearchResponse, SourceText
 from .search import SearchOptions, search
 from .store import IndexStore, index_dir, lock_path
 
@@ -47,6 +47,7 @@ class KnowledgeBase:
         self.settings = settings
         self._factory = embedder_factory or _default_factory(on_model_step)
         self._embedder: Embedder | None = None
+        self._store_cache: tuple[tuple[int, int, int], IndexStore] | None = None
 
     @classmethod
     def open(
@@ -63,6 +64,78 @@ class KnowledgeBase:
         root = repo_root(path) or path
         settings, _ = load_settings(root, overrides)
         return cls(root, settings, embedder_factory, on_model_step)
+
+    def store(self) -> IndexStore:
+        """The current docs index, reopened only when a writer has replaced its metadata since the last call."""
+        meta = IndexStore.paths(self.root, "docs")[1]
+        try:
+            info = meta.stat()
+            identity = (info.st_ino, info.st_mtime_ns, info.st_size)
+        except OSError:
+            identity = None
+        cached = self._store_cache
+        if cached is not None and identity is not None and cached[0] == identity:
+            return cached[1]
+        store = IndexStore.open(self.root, "docs")
+        self._store_cache = (identity, store) if identity is not None else None
+        return store
+
+    def source(self, path: str, start: int | None = None, end: int | None = None) -> SourceText:
+        """Exact current lines of a file in the repository (1-based, inclusive); refuses paths outside it."""
+        rel = self.relative_path(path, self.root)
+        target = (self.root / rel).resolve()
+        if not target.is_relative_to(self.root) or rel.split("/")[0] == ".git":
+            raise PathOutsideRepositoryError(f"{path}: outside the repository root {self.root}")
+        if not target.is_file():
+            raise KnowledgeError(f"{path}: no such file in {self.root}")
+        if target.stat().st_size > self.settings.max_file_bytes:
+            raise KnowledgeError(f"{path}: larger than max_file_bytes ({self.settings.max_file_bytes:,})")
+        try:
+            lines = target.read_text(encoding="utf-8").splitlines()
+        except UnicodeDecodeError as exc:
+            raise KnowledgeError(f"{path}: not valid UTF-8 text (byte {exc.start})") from exc
+        first = max(1, start or 1)
+        last = min(len(lines), end or len(lines))
+        if start is not None and first > len(lines):
+            raise KnowledgeError(f"{path}: line {first} is past the end ({len(lines)} lines)")
+        return SourceText(
+            path=rel, line_start=first, line_end=last, total_lines=len(lines), lines=tuple(lines[first - 1 : last])
+        )
+
+    def source_of_chunk(self, chunk_id: str) -> SourceText:
+        """The current lines of the file range a chunk was indexed from."""
+        for chunk in self.store().chunks.values():
+            if chunk.id == chunk_id:
+                return self.source(chunk.path, chunk.line_start, chunk.line_end)
+        raise KnowledgeError(f"{chunk_id}: no chunk with this id in the index")
+
+    def docs_for_file(self, path: str) -> list[SearchHit]:
+        """Doc sections that mention `path` (or its file name): metadata only, no embedding needed."""
+        rel = self.relative_path(path, self.root)
+        name = rel.rsplit("/", 1)[-1]
+        hits: list[SearchHit] = []
+        for chunk in self.store().chunks.values():
+            if chunk.path == rel:
+                continue
+            exact = rel in chunk.content
+            if exact or name in chunk.content:
+                hits.append(
+                    SearchHit(
+                        id=chunk.id,
+                        path=chunk.path,
+                        kind=chunk.kind,
+                        score=1.0 if exact else 0.5,
+                        title=chunk.title,
+                        description=chunk.description,
+                        section=chunk.section,
+                        line_start=chunk.line_start,
+                        line_end=chunk.line_end,
+                        content=None,
+                        tokens=0,
+                        commit=chunk.commit,
+                    )
+                )
+        return sorted(hits, key=lambda h: (-h.score, h.path, h.line_start))
 
     @property
     def embedder(self) -> Embedder:
@@ -101,7 +174,7 @@ class KnowledgeBase:
         """Cheap check (one `git rev-parse`, one stat pass) whether the index trails HEAD or the files."""
         if not IndexStore.exists(self.root, "docs"):
             return True
-        store = IndexStore.open(self.root, "docs")
+        store = self.store()
         if store.manifest.selection != selection_fingerprint(self.settings):
             return True
         if git.repo_root(self.root) is not None and git.head_commit(self.root) != store.manifest.commit:
@@ -134,7 +207,7 @@ class KnowledgeBase:
         """Ranked doc sections for `query`; None arguments fall back to settings, then to the index's calibration."""
         if not query.strip():
             raise KnowledgeError("the query is empty")
-        store = IndexStore.open(self.root, "docs")
+        store = self.store()
         store.check_compatible(index_fingerprint(self.embedder))
         options = SearchOptions(
             k=k or self.settings.k,
@@ -160,7 +233,7 @@ class KnowledgeBase:
             return IndexStatus(
                 **base, exists=False, model=None, dims=None, files=0, chunks=0, built_at=None, age_seconds=None
             )
-        store = IndexStore.open(self.root, "docs")
+        store = self.store()
         built = time.mktime(time.strptime(store.manifest.built_at, "%Y-%m-%dT%H:%M:%SZ")) - time.timezone
         return IndexStatus(
             **base,

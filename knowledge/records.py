@@ -123,3 +123,14 @@ class IndexStatus:
     commits_behind: int | None = None  # None when the indexed commit is unknown to git (history rewritten)
     changed_files: tuple[str, ...] = ()  # files whose content on disk differs from the index (work tree included)
     reindex_running: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class SourceText:
+    """Exact current lines of a file, 1-based and inclusive."""
+
+    path: str
+    line_start: int
+    line_end: int
+    total_lines: int
+    lines: tuple[str, ...]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
-from .records import IndexReport, IndexStatus, SearchResponse
+from .records import IndexReport, IndexStatus, SearchHit, SearchResponse, SourceText
 
 SEARCH_FORMAT_VERSION = 1
 
@@ -101,3 +101,30 @@ def _age(seconds: float) -> str:
         if seconds >= size:
             return f"{seconds / size:.1f}{unit}"
     return f"{seconds:.0f}s"
+
+
+def source_to_dict(source: SourceText) -> dict[str, Any]:
+    return {"format_version": SEARCH_FORMAT_VERSION, **asdict(source), "lines": list(source.lines)}
+
+
+def source_to_text(source: SourceText) -> str:
+    width = len(str(source.line_end))
+    return "".join(f"{n:>{width}}  {line}\n" for n, line in enumerate(source.lines, start=source.line_start))
+
+
+def hits_to_dict(hits: list[SearchHit]) -> dict[str, Any]:
+    return {"format_version": SEARCH_FORMAT_VERSION, "results": [asdict(hit) for hit in hits]}
+
+
+def search_from_dict(data: dict[str, Any]) -> SearchResponse:
+    """The inverse of search_to_dict, for answers that came over HTTP."""
+    return SearchResponse(
+        query=data["query"],
+        results=tuple(SearchHit(**hit) for hit in data["results"]),
+        tokens_used=data["tokens_used"],
+        budget=data["budget"],
+        omitted=data["omitted"],
+        threshold=data["threshold"],
+        full_threshold=data["full_threshold"],
+        model=data["model"],
+    )

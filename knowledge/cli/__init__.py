@@ -10,15 +10,16 @@ from typing import Any
 
 import click
 
-from . import __version__
-from .config import load_settings
-from .errors import KnowledgeError
-from .git import repo_root
-from .kb import KnowledgeBase
-from .records import IndexReport, Progress
-from .render import (
+from .. import __version__
+from ..config import load_settings
+from ..errors import KnowledgeError
+from ..git import repo_root
+from ..kb import KnowledgeBase
+from ..records import IndexReport, Progress
+from ..render import (
     report_summary,
     report_to_dict,
+    search_from_dict,
     search_to_dict,
     search_to_text,
     status_to_dict,
@@ -221,6 +222,7 @@ def _run_from_hook(ctx: click.Context, hook: str) -> None:
 @click.option("--metadata-only", is_flag=True, help="Never include content: paths, titles, sections, lines.")
 @click.option("--json", "as_json", is_flag=True, help="Print the versioned JSON schema (docs/json-output.md).")
 @click.option("--build", is_flag=True, help="Build the index first if there is none.")
+@click.option("--remote", metavar="URL", help="Ask a `knowledge serve` at URL (token from KNOWLEDGE_TOKEN).")
 @click.pass_context
 def search_command(
     ctx: click.Context,
@@ -232,6 +234,7 @@ def search_command(
     metadata_only: bool,
     as_json: bool,
     build: bool,
+    remote: str | None,
 ) -> None:
     """Find the doc sections that answer QUERY, best first, within a token budget.
 
@@ -239,8 +242,25 @@ def search_command(
     knowledge search "how are hooks installed"
     knowledge search "token budget" --json --budget 500
     """
-    from .store import IndexStore
+    from ..store import IndexStore
 
+    if remote:
+        from ..client import RemoteBackend
+
+        params = {
+            "query": query,
+            "k": k,
+            "threshold": threshold,
+            "full_threshold": full_threshold,
+            "budget": budget,
+            "metadata_only": metadata_only,
+        }
+        data = RemoteBackend(remote).search({key: value for key, value in params.items() if value is not None})
+        click.echo(
+            json.dumps(data, ensure_ascii=False, indent=2) if as_json else search_to_text(search_from_dict(data)),
+            nl=as_json,
+        )
+        return
     progress = ProgressPrinter(_interactive(as_json))
     kb = _open(ctx, progress)
     if build and not IndexStore.exists(kb.root, "docs"):
@@ -324,7 +344,7 @@ def hooks_install_command(ctx: click.Context) -> None:
     \b
     knowledge hooks install
     """
-    from . import hooks
+    from .. import hooks
 
     _print_hook_states(ctx, hooks.install(Path(ctx.find_root().obj["path"]).resolve()))
 
@@ -337,7 +357,7 @@ def hooks_uninstall_command(ctx: click.Context) -> None:
     \b
     knowledge hooks uninstall
     """
-    from . import hooks
+    from .. import hooks
 
     _print_hook_states(ctx, hooks.uninstall(Path(ctx.find_root().obj["path"]).resolve()))
 
@@ -350,7 +370,7 @@ def hooks_status_command(ctx: click.Context) -> None:
     \b
     knowledge hooks status
     """
-    from . import hooks
+    from .. import hooks
 
     root = Path(ctx.find_root().obj["path"]).resolve()
     _print_hook_states(ctx, hooks.status(root))
@@ -379,8 +399,8 @@ def model_install_command(ctx: click.Context, name: str | None, variant: str | N
     knowledge model install
     knowledge model install all-MiniLM-L6-v2
     """
-    from .embedding import model_spec
-    from .embedding.install import build_model
+    from ..embedding import model_spec
+    from ..embedding.install import build_model
 
     root_ctx = ctx.find_root()
     settings, _ = load_settings(Path(root_ctx.obj["path"]).resolve(), root_ctx.obj["overrides"])
@@ -399,9 +419,9 @@ def model_list_command(ctx: click.Context) -> None:
     \b
     knowledge model list
     """
-    from .embedding import MODELS
-    from .embedding.install import installed_model
-    from .embedding.weights import weights_installed
+    from ..embedding import MODELS
+    from ..embedding.install import installed_model
+    from ..embedding.weights import weights_installed
 
     root_ctx = ctx.find_root()
     settings, _ = load_settings(Path(root_ctx.obj["path"]).resolve(), root_ctx.obj["overrides"])
@@ -413,3 +433,6 @@ def model_list_command(ctx: click.Context) -> None:
 
 def main() -> None:
     cli(prog_name="knowledge")
+
+
+from . import agents  # noqa: E402, F401 - registers show, serve and mcp on the group

@@ -1,0 +1,156 @@
+"""Commands that serve agents: `show` (exact source), `serve` (HTTP API) and `mcp` (MCP server)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+
+import click
+
+from ..errors import ConfigError, KnowledgeError
+from ..render import source_to_text
+from . import _open, cli
+
+_SPEC = re.compile(r"^(?P<path>.+?)(?::(?P<start>\d+)(?:-(?P<end>\d+))?)?$")
+
+
+def _backend(ctx: click.Context, remote: str | None):  # noqa: ANN202 - Backend protocol
+    if remote:
+        from ..client import RemoteBackend
+
+        return RemoteBackend(remote)
+    from ..server.backend import LocalBackend
+
+    return LocalBackend(_open(ctx))
+
+
+@cli.command("show")
+@click.argument("spec", required=False)
+@click.option("--id", "chunk_id", help="Show the current lines of a search result's chunk id.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.option("--remote", metavar="URL", help="Ask a `knowledge serve` at URL (token from KNOWLEDGE_TOKEN).")
+@click.pass_context
+def show_command(ctx: click.Context, spec: str | None, chunk_id: str | None, as_json: bool, remote: str | None) -> None:
+    """Print exact current source with line numbers: PATH, PATH:START or PATH:START-END.
+
+    Paths outside the repository root are refused.
+
+    \b
+    knowledge show docs/hooks.md:10-24
+    knowledge show --id docs/hooks.md#install
+    """
+    if bool(spec) == bool(chunk_id):
+        raise click.UsageError("give PATH[:START[-END]] or --id CHUNK_ID")
+    params: dict[str, object] = {"id": chunk_id}
+    if spec:
+        match = _SPEC.match(spec)
+        assert match is not None
+        start = int(match["start"]) if match["start"] else None
+        end = int(match["end"]) if match["end"] else start
+        params = {"path": match["path"], "start": start, "end": end}
+    data = _backend(ctx, remote).source(params)
+    if as_json:
+        click.echo(json.dumps(data, ensure_ascii=False, indent=2))
+    else:
+        from ..records import SourceText
+
+        text = SourceText(data["path"], data["line_start"], data["line_end"], data["total_lines"], tuple(data["lines"]))
+        click.echo(source_to_text(text), nl=False)
+
+
+def _token(token_file: Path | None) -> str | None:
+    from ..server.auth import load_token
+
+    return load_token(os.environ, token_file)
+
+
+@cli.command("serve")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
+@click.option("--port", default=8765, show_default=True, type=click.IntRange(0, 65535), help="0 picks a free port.")
+@click.option(
+    "--token-file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="File holding the bearer token (mode 600). Default: the KNOWLEDGE_TOKEN variable.",
+)
+@click.option("--allow-host", multiple=True, help="Extra Host header name to accept (DNS name of this machine).")
+@click.option("--allow-origin", multiple=True, help="Extra browser Origin to accept.")
+@click.option(
+    "--refresh",
+    default=30.0,
+    show_default=True,
+    type=click.FloatRange(min=0),
+    help="Seconds between index catch-ups with git (0: never).",
+)
+@click.option("-v", "--verbose", is_flag=True, help="Log every request on stderr.")
+@click.pass_context
+def serve_command(
+    ctx: click.Context,
+    host: str,
+    port: int,
+    token_file: Path | None,
+    allow_host: tuple[str, ...],
+    allow_origin: tuple[str, ...],
+    refresh: float,
+    verbose: bool,
+) -> None:
+    """Serve search, source and status over HTTP with bearer-token auth, the model kept warm.
+
+    \b
+    KNOWLEDGE_TOKEN=$(openssl rand -hex 24) knowledge serve --port 8765
+    curl -H "Authorization: Bearer $KNOWLEDGE_TOKEN" -d '{"query": "hooks"}' http://127.0.0.1:8765/v1/search
+    """
+    from ..server.backend import LocalBackend
+    from ..server.http import Freshener, KnowledgeHTTPServer
+
+    token = _token(token_file)
+    if token is None:
+        raise ConfigError("knowledge serve needs a token: set KNOWLEDGE_TOKEN or pass --token-file (mode 600)")
+    kb = _open(ctx)
+    kb.embedder  # noqa: B018 - load the model once, before the first request
+    server = KnowledgeHTTPServer(
+        (host, port), LocalBackend(kb), token, frozenset(allow_host), frozenset(allow_origin), quiet=not verbose
+    )
+    freshener = None
+    if refresh > 0:
+        freshener = Freshener(kb.catch_up, refresh, lambda exc: click.echo(f"catch-up failed: {exc}", err=True))
+        freshener.start()
+    bound_host, bound_port = server.server_address[:2]
+    click.echo(f"knowledge serving {kb.root} on http://{bound_host}:{bound_port}", err=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        if freshener is not None:
+            freshener.stop()
+        server.server_close()
+
+
+@cli.command("mcp")
+@click.option("--http", "use_http", is_flag=True, help="Streamable HTTP instead of stdio.")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind with --http.")
+@click.option("--port", default=8766, show_default=True, type=click.IntRange(0, 65535), help="Port with --http.")
+@click.option("--remote", metavar="URL", help="Forward every tool call to a `knowledge serve` at URL.")
+@click.pass_context
+def mcp_command(ctx: click.Context, use_http: bool, host: str, port: int, remote: str | None) -> None:
+    """Run an MCP server (stdio by default) with search, get_source, status, docs_for_file and reindex tools.
+
+    \b
+    knowledge mcp
+    knowledge mcp --remote http://devbox:8765
+    """
+    from ..server.auth import is_loopback
+    from ..server.mcp import build_server
+
+    backend = _backend(ctx, remote)
+    if remote is None:
+        backend.kb.embedder  # noqa: B018 - warm before the first call
+    server = build_server(backend)
+    if not use_http:
+        server.run("stdio")
+        return
+    if not is_loopback(host):
+        raise KnowledgeError("knowledge mcp --http binds loopback only; use `knowledge serve` (token auth) remotely")
+    server.run("streamable-http", host=host, port=port)

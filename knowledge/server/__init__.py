@@ -1,0 +1,1 @@
+"""Frontends that serve a warm KnowledgeBase to agents: authenticated HTTP and MCP."""

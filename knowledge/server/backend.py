@@ -1,0 +1,103 @@
+"""The operations every frontend serves (HTTP, MCP, remote CLI), as JSON-ready dicts in the `--json` schema.
+
+LocalBackend answers from a warm KnowledgeBase; knowledge.client.RemoteBackend forwards the same calls over HTTP.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, Protocol
+
+from ..errors import KnowledgeError
+from ..kb import KnowledgeBase
+from ..render import hits_to_dict, report_to_dict, search_to_dict, source_to_dict, status_to_dict
+
+MAX_K = 100
+MAX_BUDGET = 50_000
+MAX_SOURCE_LINES = 5_000
+
+
+class Backend(Protocol):
+    def search(self, params: dict[str, Any]) -> dict[str, Any]: ...
+
+    def source(self, params: dict[str, Any]) -> dict[str, Any]: ...
+
+    def status(self) -> dict[str, Any]: ...
+
+    def docs_for_file(self, params: dict[str, Any]) -> dict[str, Any]: ...
+
+    def reindex(self, params: dict[str, Any]) -> dict[str, Any]: ...
+
+
+def _int(params: dict[str, Any], name: str, low: int, high: int) -> int | None:
+    value = params.get(name)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise KnowledgeError(f"{name}: expected an integer from {low} to {high}, got {value!r}")
+    return value
+
+
+def _float(params: dict[str, Any], name: str) -> float | None:
+    value = params.get(name)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not -1.0 <= value <= 1.0:
+        raise KnowledgeError(f"{name}: expected a number from -1 to 1, got {value!r}")
+    return float(value)
+
+
+def _str(params: dict[str, Any], name: str, required: bool = True) -> str | None:
+    value = params.get(name)
+    if value is None and not required:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise KnowledgeError(f"{name}: expected a non-empty string")
+    return value
+
+
+class LocalBackend:
+    """Serves one KnowledgeBase; the embedder is loaded once and shared by all threads."""
+
+    def __init__(self, kb: KnowledgeBase) -> None:
+        self.kb = kb
+        self._reindex_lock = threading.Lock()
+
+    def search(self, params: dict[str, Any]) -> dict[str, Any]:
+        kind = params.get("kind", "all")
+        if kind not in {"docs", "all"}:
+            raise KnowledgeError(f"kind: {kind!r} is not indexed yet; use 'docs' or 'all'")
+        response = self.kb.search(
+            _str(params, "query") or "",
+            k=_int(params, "k", 1, MAX_K),
+            threshold=_float(params, "threshold"),
+            full_threshold=_float(params, "full_threshold"),
+            budget=_int(params, "budget", 1, MAX_BUDGET),
+            metadata_only=bool(params.get("metadata_only", False)),
+        )
+        return search_to_dict(response)
+
+    def source(self, params: dict[str, Any]) -> dict[str, Any]:
+        chunk_id = _str(params, "id", required=False)
+        if chunk_id:
+            text = self.kb.source_of_chunk(chunk_id)
+        else:
+            start = _int(params, "start", 1, 10**9)
+            end = _int(params, "end", 1, 10**9)
+            if start is not None and end is not None and end < start:
+                raise KnowledgeError(f"end ({end}) is before start ({start})")
+            text = self.kb.source(_str(params, "path") or "", start, end)
+        if len(text.lines) > MAX_SOURCE_LINES:
+            raise KnowledgeError(f"{text.path}: {len(text.lines)} lines; ask for at most {MAX_SOURCE_LINES}")
+        return source_to_dict(text)
+
+    def status(self) -> dict[str, Any]:
+        return {"format_version": 1, **status_to_dict(self.kb.status())}
+
+    def docs_for_file(self, params: dict[str, Any]) -> dict[str, Any]:
+        return hits_to_dict(self.kb.docs_for_file(_str(params, "path") or ""))
+
+    def reindex(self, params: dict[str, Any]) -> dict[str, Any]:
+        with self._reindex_lock:
+            report = self.kb.reindex_all() if params.get("full") is True else self.kb.reindex_changes(worktree=True)
+        return {"format_version": 1, **report_to_dict(report)}

@@ -1,0 +1,156 @@
+"""`knowledge serve`: the JSON API over HTTP, bearer-token protected, one thread per request.
+
+Every request needs `Authorization: Bearer <token>`; Host and Origin are checked against DNS rebinding; bodies are
+capped; a background thread keeps the index caught up with git without blocking queries.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from ..errors import KnowledgeError, PathOutsideRepositoryError
+from .auth import bearer_ok, host_allowed, origin_allowed
+from .backend import Backend
+
+MAX_BODY_BYTES = 64 * 1024
+SOCKET_TIMEOUT_SECONDS = 30
+
+
+class KnowledgeHTTPServer(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def __init__(
+        self,
+        address: tuple[str, int],
+        backend: Backend,
+        token: str,
+        allowed_hosts: frozenset[str] = frozenset(),
+        allowed_origins: frozenset[str] = frozenset(),
+        quiet: bool = True,
+    ) -> None:
+        super().__init__(address, _Handler)
+        self.backend = backend
+        self.token = token
+        self.bind_host = address[0]
+        self.allowed_hosts = allowed_hosts
+        self.allowed_origins = allowed_origins
+        self.quiet = quiet
+
+
+def _routes(backend: Backend) -> dict[tuple[str, str], Callable[[dict[str, Any]], dict[str, Any]]]:
+    return {
+        ("POST", "/v1/search"): backend.search,
+        ("POST", "/v1/source"): backend.source,
+        ("GET", "/v1/status"): lambda _body: backend.status(),
+        ("POST", "/v1/docs-for-file"): backend.docs_for_file,
+        ("POST", "/v1/reindex"): backend.reindex,
+    }
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: KnowledgeHTTPServer
+    protocol_version = "HTTP/1.1"
+    timeout = SOCKET_TIMEOUT_SECONDS  # a slow client ties up only its own thread, and not forever
+
+    def do_GET(self) -> None:
+        self._dispatch("GET")
+
+    def do_POST(self) -> None:
+        self._dispatch("POST")
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: ANN401
+        if not self.server.quiet:
+            sys.stderr.write(f"{self.address_string()} {format % args}\n")
+
+    def _send(self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None) -> None:
+        body = json.dumps(payload, ensure_ascii=False).encode("utf-8")
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json; charset=utf-8")
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Cache-Control", "no-store")
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(body)
+
+    def _read_body(self) -> dict[str, Any] | None:
+        length_header = self.headers.get("Content-Length")
+        if length_header is None:
+            return {}
+        try:
+            length = int(length_header)
+        except ValueError:
+            self._send(400, {"error": "bad Content-Length"})
+            return None
+        if length > MAX_BODY_BYTES:
+            self._send(413, {"error": f"request body over {MAX_BODY_BYTES} bytes"}, {"Connection": "close"})
+            self.close_connection = True
+            return None
+        raw = self.rfile.read(length) if length else b"{}"
+        try:
+            body = json.loads(raw or b"{}")
+        except ValueError:
+            self._send(400, {"error": "body is not valid JSON"})
+            return None
+        if not isinstance(body, dict):
+            self._send(400, {"error": "body must be a JSON object"})
+            return None
+        return body
+
+    def _dispatch(self, method: str) -> None:
+        server = self.server
+        if not host_allowed(self.headers.get("Host"), server.bind_host, server.allowed_hosts):
+            self._send(403, {"error": "Host header not allowed"})
+            return
+        if not origin_allowed(self.headers.get("Origin"), server.allowed_origins):
+            self._send(403, {"error": "Origin not allowed"})
+            return
+        if not bearer_ok(self.headers.get("Authorization"), server.token):
+            self._send(401, {"error": "missing or wrong bearer token"}, {"WWW-Authenticate": "Bearer"})
+            return
+        path = self.path.split("?", 1)[0]
+        handler = _routes(server.backend).get((method, path))
+        if handler is None:
+            self._send(404, {"error": f"no route {method} {path}"})
+            return
+        body = self._read_body()
+        if body is None:
+            return
+        try:
+            self._send(200, handler(body))
+        except PathOutsideRepositoryError as exc:
+            self._send(403, {"error": str(exc)})
+        except KnowledgeError as exc:
+            self._send(400, {"error": str(exc)})
+        except Exception as exc:  # one broken request must not take the server down
+            self._send(500, {"error": f"internal error: {type(exc).__name__}"})
+
+
+class Freshener(threading.Thread):
+    """Calls `catch_up` every `interval` seconds; queries keep answering from the last good index meanwhile."""
+
+    def __init__(
+        self, catch_up: Callable[[], object], interval: float, on_error: Callable[[Exception], None] | None = None
+    ) -> None:
+        super().__init__(name="knowledge-freshener", daemon=True)
+        self._catch_up = catch_up
+        self._interval = interval
+        self._stop = threading.Event()
+        self._on_error = on_error
+
+    def run(self) -> None:
+        while not self._stop.wait(self._interval):
+            try:
+                self._catch_up()
+            except Exception as exc:  # keep serving; the next round may succeed
+                if self._on_error is not None:
+                    self._on_error(exc)
+
+    def stop(self) -> None:
+        self._stop.set()

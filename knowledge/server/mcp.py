@@ -1,0 +1,106 @@
+"""`knowledge mcp`: MCP tools over a Backend (a warm local KnowledgeBase, or a remote `knowledge serve`).
+
+Uses the official `mcp` SDK (v2's MCPServer); stdio by default, streamable HTTP with --http.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from ..errors import KnowledgeError
+from .backend import Backend
+
+INSTRUCTIONS = """Search this repository's documentation by meaning. Start with `search`: results come ranked by
+cosine similarity, strong matches carry their text and weaker ones metadata only (path, section, line range), all
+inside a token budget. Follow a metadata result with `get_source` for its exact lines. `docs_for_file` finds the docs
+that mention a file before you change it. Cite results as path:line_start-line_end."""
+
+SEARCH_DOC = """Find the doc sections that answer a natural-language question.
+
+Args:
+    query: what you want to know, in plain words or with identifiers.
+    k: most results (default 10).
+    kind: "docs" or "all" (default).
+    budget: token budget for everything returned, counted in the model's tokens (default 2000). Smaller budgets
+        return fewer results, and results whose text does not fit come back as metadata only.
+    metadata_only: return paths, titles, sections and line ranges without text: the cheapest way to locate things.
+    threshold: drop results under this cosine similarity (default: calibrated for the model).
+Returns the versioned JSON of `knowledge search --json`: results with score, path, section, line_start, line_end,
+content (null when under the full-content threshold), tokens, plus tokens_used, budget and omitted."""
+
+
+def _call(operation: Callable[[], dict[str, Any]]) -> str:
+    """JSON text of an operation; our errors become tool errors the agent can read (not opaque crashes)."""
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    try:
+        return json.dumps(operation(), ensure_ascii=False)
+    except KnowledgeError as exc:
+        raise ToolError(str(exc)) from exc
+
+
+def build_server(backend: Backend) -> Any:  # noqa: ANN401 - mcp.server.mcpserver.MCPServer
+    """An MCPServer exposing search, get_source, status, docs_for_file and reindex over `backend`."""
+    try:
+        from mcp.server.mcpserver import MCPServer
+        from mcp_types import ToolAnnotations
+    except ImportError as exc:
+        raise KnowledgeError(f"knowledge mcp needs the MCP SDK ({exc}); fix: pip install 'knowledge[mcp]'") from exc
+
+    from .. import __version__
+
+    server = MCPServer(name="knowledge", instructions=INSTRUCTIONS, version=__version__)
+    read_only = ToolAnnotations(
+        read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+    )
+
+    @server.tool(description=SEARCH_DOC, annotations=read_only)
+    def search(
+        query: str,
+        k: int = 10,
+        kind: str = "all",
+        budget: int | None = None,
+        metadata_only: bool = False,
+        threshold: float | None = None,
+    ) -> str:
+        params = {
+            "query": query,
+            "k": k,
+            "kind": kind,
+            "budget": budget,
+            "metadata_only": metadata_only,
+            "threshold": threshold,
+        }
+        return _call(lambda: backend.search({key: value for key, value in params.items() if value is not None}))
+
+    @server.tool(annotations=read_only)
+    def get_source(
+        path: str | None = None, start: int | None = None, end: int | None = None, id: str | None = None
+    ) -> str:
+        """Exact current lines of a repository file (1-based, inclusive), by path and range or by a result's id.
+
+        Paths outside the repository are refused."""
+        return _call(lambda: backend.source({"path": path, "start": start, "end": end, "id": id}))
+
+    @server.tool(annotations=read_only)
+    def status() -> str:
+        """The index: model, counts, the commit it reflects, files that changed since, skipped files."""
+        return _call(backend.status)
+
+    @server.tool(annotations=read_only)
+    def docs_for_file(path: str) -> str:
+        """Doc sections that mention a file path (or its name): metadata only, no embedding, cheap."""
+        return _call(lambda: backend.docs_for_file({"path": path}))
+
+    @server.tool(
+        annotations=ToolAnnotations(
+            read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+        )
+    )
+    def reindex(full: bool = False) -> str:
+        """Bring the index up to date with the files: changes only, or a full rebuild with full=true (slow)."""
+        return _call(lambda: backend.reindex({"full": full}))
+
+    return server

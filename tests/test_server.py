@@ -1,0 +1,194 @@
+"""A real HTTP server on 127.0.0.1 (port 0), real requests; the deterministic embedder keeps it fast."""
+
+import json
+import socket
+import threading
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from knowledge.cli import cli
+from knowledge.errors import ConfigError
+from knowledge.kb import KnowledgeBase
+from knowledge.server.auth import bearer_ok, host_allowed, load_token, origin_allowed
+from knowledge.server.backend import LocalBackend
+from knowledge.server.http import KnowledgeHTTPServer
+
+from .conftest import HashingEmbedder, commit
+
+FIXTURES = Path(__file__).parent / "fixtures" / "docs"
+TOKEN = "t0ken-for-tests-0123456789"
+
+
+@pytest.fixture
+def repo(git_repo):
+    commit(git_repo, {f"docs/{p.name}": p.read_text() for p in FIXTURES.glob("*.md")})
+    KnowledgeBase.open(git_repo, embedder_factory=lambda s: HashingEmbedder()).reindex_all()
+    return git_repo
+
+
+@pytest.fixture
+def server(repo):
+    kb = KnowledgeBase.open(repo, embedder_factory=lambda s: HashingEmbedder())
+    httpd = KnowledgeHTTPServer(("127.0.0.1", 0), LocalBackend(kb), TOKEN)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    httpd.shutdown()
+    httpd.server_close()
+
+
+def call(url, path, body=None, token=TOKEN, headers=None, method=None):
+    data = json.dumps(body).encode() if body is not None else None
+    request = urllib.request.Request(url + path, data=data, method=method or ("POST" if data else "GET"))
+    if token:
+        request.add_header("Authorization", f"Bearer {token}")
+    for name, value in (headers or {}).items():
+        request.add_header(name, value)
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read())
+
+
+def cli_json(repo, *args, env=None):
+    result = CliRunner(env=env).invoke(
+        cli, ["-C", str(repo), *args], obj={"embedder_factory": lambda s: HashingEmbedder()}
+    )
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def test_no_token_and_wrong_token_are_401(server):
+    assert call(server, "/v1/status", token=None)[0] == 401
+    assert call(server, "/v1/status", token="wrong-token-wrong-token")[0] == 401
+    assert call(server, "/v1/search", {"query": "hooks"}, token=None)[0] == 401
+
+
+def test_right_token_gives_the_same_results_as_the_cli(server, repo):
+    body = {"query": "install the hook", "k": 3, "threshold": 0.0, "budget": 300}
+    status, data = call(server, "/v1/search", body)
+    assert status == 200
+    assert data == cli_json(
+        repo, "search", "install the hook", "-k", "3", "--threshold", "0", "--budget", "300", "--json"
+    )
+    assert data["results"]
+
+
+def test_forged_host_and_foreign_origin_are_refused(server):
+    assert call(server, "/v1/status", headers={"Host": "evil.example.com"})[0] == 403
+    assert call(server, "/v1/status", headers={"Origin": "http://evil.example.com"})[0] == 403
+    assert call(server, "/v1/status", headers={"Origin": "http://localhost:3000"})[0] == 200
+
+
+def test_source_outside_the_root_is_refused(server):
+    status, data = call(server, "/v1/source", {"path": "../../etc/passwd"})
+    assert status == 403
+    assert "outside the repository root" in data["error"]
+    assert call(server, "/v1/source", {"path": "/etc/passwd"})[0] == 403
+    assert call(server, "/v1/source", {"path": ".git/config"})[0] == 403
+    status, data = call(server, "/v1/source", {"path": "docs/hooks.md", "start": 6, "end": 7})
+    assert status == 200
+    assert data["lines"] == ["# Git hooks", ""]
+
+
+def test_bad_requests(server):
+    assert call(server, "/v1/search", {"query": ""})[0] == 400
+    assert call(server, "/v1/search", {"query": "x", "k": 10_000})[0] == 400
+    assert call(server, "/v1/nope", {})[0] == 404
+    big = {"query": "x" * (70 * 1024)}
+    assert call(server, "/v1/search", big)[0] == 413
+    request = urllib.request.Request(
+        server + "/v1/search", data=b"{not json", method="POST", headers={"Authorization": f"Bearer {TOKEN}"}
+    )
+    with pytest.raises(urllib.error.HTTPError) as info:
+        urllib.request.urlopen(request, timeout=5)
+    assert info.value.code == 400
+
+
+def test_a_stalled_client_does_not_block_others(server):
+    host, port = server.removeprefix("http://").split(":")
+    stalled = socket.create_connection((host, int(port)))
+    stalled.sendall(b"POST /v1/search HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100\r\n\r\n{")
+    started = time.monotonic()
+    assert call(server, "/v1/status")[0] == 200
+    assert time.monotonic() - started < 2
+    stalled.close()
+
+
+def test_server_sees_a_reindex_without_restart(server, repo):
+    commit(repo, {"docs/new.md": "---\ndescription: n\n---\n# Zebra crossing\n\nzebra stripes\n"})
+    KnowledgeBase.open(repo, embedder_factory=lambda s: HashingEmbedder()).reindex_changes()
+    _, data = call(server, "/v1/search", {"query": "zebra stripes", "threshold": 0.0})
+    assert data["results"][0]["path"] == "docs/new.md"
+
+
+def test_docs_for_file_and_reindex(server):
+    status, data = call(server, "/v1/docs-for-file", {"path": "README.md"})
+    assert status == 200
+    assert data["results"] == []
+    status, data = call(server, "/v1/reindex", {})
+    assert status == 200
+    assert data["files_indexed"] == 0
+
+
+def test_remote_cli_matches_local(server, repo):
+    local = cli_json(repo, "search", "token budget", "--threshold", "0", "--json")
+    remote = cli_json(
+        repo, "search", "token budget", "--threshold", "0", "--json", "--remote", server, env={"KNOWLEDGE_TOKEN": TOKEN}
+    )
+    assert remote == local
+    shown = CliRunner(env={"KNOWLEDGE_TOKEN": TOKEN}).invoke(
+        cli, ["-C", str(repo), "show", "docs/hooks.md:6-6", "--remote", server]
+    )
+    assert shown.stdout == "6  # Git hooks\n"
+
+
+def test_show_refuses_paths_outside_the_root(repo):
+    for spec in ("../etc/passwd", "/etc/passwd"):
+        result = CliRunner().invoke(cli, ["-C", str(repo), "show", spec])
+        assert result.exit_code == 1
+        assert "outside the repository root" in result.stderr
+
+
+def test_token_sources(tmp_path):
+    path = tmp_path / "token"
+    path.write_text(TOKEN + "\n")
+    path.chmod(0o644)
+    with pytest.raises(ConfigError, match="must not be readable by others"):
+        load_token({}, path)
+    path.chmod(0o600)
+    assert load_token({}, path) == TOKEN
+    assert load_token({"KNOWLEDGE_TOKEN": TOKEN}, None) == TOKEN
+    assert load_token({}, None) is None
+    with pytest.raises(ConfigError, match="shorter than"):
+        load_token({"KNOWLEDGE_TOKEN": "short"}, None)
+
+
+def test_auth_predicates():
+    assert bearer_ok(f"Bearer {TOKEN}", TOKEN)
+    assert not bearer_ok(TOKEN, TOKEN)
+    assert not bearer_ok("Bearer x", TOKEN)
+    assert host_allowed("127.0.0.1:8765", "127.0.0.1")
+    assert host_allowed("localhost:8765", "127.0.0.1")
+    assert host_allowed("[::1]:8765", "127.0.0.1")
+    assert not host_allowed("attacker.example:8765", "127.0.0.1")
+    assert not host_allowed("10.0.0.5:8765", "127.0.0.1")
+    assert host_allowed("10.0.0.5:8765", "0.0.0.0")
+    assert not host_allowed("rebind.example:8765", "0.0.0.0")
+    assert host_allowed("devbox:8765", "0.0.0.0", frozenset({"devbox"}))
+    assert not host_allowed(None, "127.0.0.1")
+    assert origin_allowed(None)
+    assert origin_allowed("http://127.0.0.1:5173")
+    assert not origin_allowed("https://evil.example")
+
+
+def test_serve_refuses_to_start_without_a_token(repo):
+    result = CliRunner(env={"KNOWLEDGE_TOKEN": ""}).invoke(cli, ["-C", str(repo), "serve", "--port", "0"])
+    assert result.exit_code == 1
+    assert "needs a token" in result.stderr
