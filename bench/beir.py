@@ -12,11 +12,15 @@ Modes:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
+
+import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -28,52 +32,78 @@ from knowledge.config import load_settings
 from knowledge.embedding import load_embedder
 from knowledge.embedding.cache import EmbeddingCache, embed_with_cache
 from knowledge.kb import KnowledgeBase
+from knowledge.lexical import LexicalIndex, lexical_path
 from knowledge.records import Chunk
+from knowledge.search import DEFAULT_FUSION, FusionParams, retrieve
 from knowledge.store import FileTable, IndexStore, Manifest
 
 TOP = 100
 
 
-def run_model_mode(data: BeirSet, model: str, variant: str, home: Path) -> tuple[dict[str, list[str]], dict]:
+@contextlib.contextmanager
+def model_index(data: BeirSet, model: str, variant: str, home: Path) -> Iterator[tuple]:
+    """The corpus embedded MTEB's way, in a real IndexStore and LexicalIndex in a temp folder."""
     embedder = load_embedder(model, home, variant)
     ids = list(data.corpus)
     texts = [mteb_text(*data.corpus[i]) for i in ids]
     cache = EmbeddingCache(home / "embeddings" / f"{embedder.fingerprint}.sqlite", embedder.dims)
     started = time.monotonic()
     vectors, embedded = embed_with_cache(texts, embedder.embed_documents, cache, embedder.dims)
-    embed_seconds = time.monotonic() - started
+    info = {"embedded": embedded, "embed_seconds": round(time.monotonic() - started, 1)}
     chunks = [
         Chunk(
             id=i,
             path=i,
             kind="doc",
-            title="",
+            title=data.corpus[i][0],
             description="",
             section="",
             line_start=1,
             line_end=1,
-            content="",
+            content=data.corpus[i][1],
             embed_text="",
-            content_hash="",
+            content_hash=str(n),
         )
-        for i in ids
+        for n, i in enumerate(ids)
     ]
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         manifest = Manifest(1, "bench", model, variant, embedder.dims, "cos", 0, embedder.fingerprint, -1.0, 1.0, "")
         IndexStore.write(root, "docs", manifest, chunks, vectors, FileTable({}, {}, []))
         store = IndexStore.open(root)
+        lexical = LexicalIndex(lexical_path(root / ".knowledge", "docs"))
+        started = time.monotonic()
+        lexical.sync(store.chunks, store.generation)
+        info["lexical_index_seconds"] = round(time.monotonic() - started, 1)
+        try:
+            yield embedder, store, lexical, info
+        finally:
+            lexical.close()
+
+
+def rank(
+    method: str, store: IndexStore, lexical: LexicalIndex, query: str, vector: np.ndarray, params: FusionParams
+) -> list[str]:
+    if method == "dense":
+        hits = store.search_keys(vector, TOP)
+    elif method == "lexical":
+        hits = lexical.search(query, TOP)
+    else:
+        hits = [(c.key, c.fused) for c in retrieve(store, lexical, query, vector, TOP, params)]
+    return [store.chunks[key].id for key, _ in hits[:TOP]]
+
+
+def run_model_mode(
+    data: BeirSet, model: str, variant: str, home: Path, method: str = "dense", params: FusionParams = DEFAULT_FUSION
+) -> tuple[dict[str, list[str]], dict]:
+    with model_index(data, model, variant, home) as (embedder, store, lexical, info):
         started = time.monotonic()
         runs = {
-            qid: [chunk.id for chunk, _ in store.search(embedder.embed_query(text), TOP)]
+            qid: rank(method, store, lexical, text, embedder.embed_query(text), params)
             for qid, text in data.queries.items()
         }
-        query_seconds = time.monotonic() - started
-    return runs, {
-        "embedded": embedded,
-        "embed_seconds": round(embed_seconds, 1),
-        "query_ms_mean": round(1000 * query_seconds / len(data.queries), 2),
-    }
+        info["query_ms_mean"] = round(1000 * (time.monotonic() - started) / len(data.queries), 2)
+    return runs, info
 
 
 def run_product_mode(data: BeirSet, model: str, variant: str, home: Path) -> tuple[dict[str, list[str]], dict]:
@@ -113,19 +143,28 @@ def main() -> None:
     parser.add_argument("--model", default="all-mpnet-base-v2")
     parser.add_argument("--variant", default="fp32")
     parser.add_argument("--mode", choices=["model", "product"], default="model")
+    parser.add_argument(
+        "--method",
+        choices=["dense", "lexical", "hybrid"],
+        default="dense",
+        help="model mode: which retriever ranks the documents",
+    )
     parser.add_argument("--home", type=Path, default=None, help="KNOWLEDGE_HOME (models and vector cache)")
     parser.add_argument("--out", type=Path, default=None, help="write the result as JSON here")
     args = parser.parse_args()
     settings, _ = load_settings(Path.cwd(), {"home": str(args.home) if args.home else None})
     data = load(SHARED / args.dataset, args.split)
-    runner = run_model_mode if args.mode == "model" else run_product_mode
-    runs, info = runner(data, args.model, args.variant, settings.home)
+    if args.mode == "model":
+        runs, info = run_model_mode(data, args.model, args.variant, settings.home, args.method)
+    else:
+        runs, info = run_product_mode(data, args.model, args.variant, settings.home)
     result = {
         "dataset": args.dataset,
         "split": args.split,
         "model": args.model,
         "variant": args.variant,
         "mode": args.mode,
+        "method": args.method if args.mode == "model" else "product",
         "queries": len(data.qrels),
         **{k: round(v, 4) for k, v in evaluate(runs, data.qrels).items()},
         **info,

@@ -28,6 +28,7 @@ from knowledge.embedding.cache import EmbeddingCache, embed_with_cache
 
 SPLITS = {"scifact": "train", "cosqa": "dev"}
 KEEP_RELEVANT = 0.95
+KEEP_RELEVANT_WITH_TEXT = 0.75
 PRECISION = 0.5
 
 

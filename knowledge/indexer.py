@@ -22,8 +22,9 @@ from .corpus import candidate_paths, read_source
 from .embedding import Embedder
 from .embedding.cache import EmbeddingCache, embed_with_cache
 from .errors import IndexCorruptError, IndexIncompatibleError, IndexNotFoundError
+from .lexical import sync_all
 from .records import Chunk, FileProblem, IndexReport, Progress
-from .store import FORMAT_VERSION, FileTable, IndexStore, Manifest, locked
+from .store import FORMAT_VERSION, FileTable, IndexStore, Manifest, index_dir, locked
 
 ProgressCallback = Callable[[Progress], None]
 
@@ -131,6 +132,11 @@ def _manifest(
     )
 
 
+def _sync_lexical(root: Path) -> None:
+    store = IndexStore.open(root, "docs")
+    sync_all(index_dir(root), "docs", store.chunks, store.generation)
+
+
 def _head(root: Path) -> str | None:
     return git.head_commit(root) if git.repo_root(root) is not None else None
 
@@ -162,6 +168,7 @@ def _reindex_all_locked(
     vectors, embedded = _embed(chunked.chunks, settings, embedder, on_progress)
     manifest = _manifest(root, settings, embedder, thresholds, commit)
     IndexStore.write(root, "docs", manifest, chunked.chunks, vectors, chunked.table())
+    _sync_lexical(root)
     return _report(chunked, embedded, 0, started, len(chunked.files))
 
 
@@ -235,4 +242,5 @@ def reindex_changes(
         removed = len([p for p in targets if p in store.files and p not in chunked.files])
         manifest = _manifest(root, settings, embedder, thresholds, commit)
         store.updated(manifest, targets, chunked.chunks, vectors, chunked.table())
+        _sync_lexical(root)
     return _report(chunked, embedded, removed, started, len(chunked.files))

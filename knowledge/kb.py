@@ -11,7 +11,7 @@ from . import git
 from .config import Settings, load_settings
 from .corpus import candidate_paths, read_source
 from .embedding import Embedder, load_embedder, model_spec
-from .errors import KnowledgeError, PathOutsideRepositoryError
+from .errors import IndexLockedError, KnowledgeError, PathOutsideRepositoryError
 from .fs import is_locked
 from .git import repo_root
 from .indexer import (
@@ -22,9 +22,10 @@ from .indexer import (
     reindex_changes,
     selection_fingerprint,
 )
+from .lexical import LexicalIndex, lexical_path
 from .records import FileProblem, IndexReport, IndexStatus, SearchHit, SearchResponse, SourceText
 from .search import SearchOptions, search
-from .store import IndexStore, index_dir, lock_path
+from .store import IndexStore, index_dir, lock_path, locked
 
 EmbedderFactory = Callable[[Settings], Embedder]
 
@@ -48,6 +49,7 @@ class KnowledgeBase:
         self._factory = embedder_factory or _default_factory(on_model_step)
         self._embedder: Embedder | None = None
         self._store_cache: tuple[tuple[int, int, int], IndexStore] | None = None
+        self._lexical_index: LexicalIndex | None = None
 
     @classmethod
     def open(
@@ -203,6 +205,7 @@ class KnowledgeBase:
         full_threshold: float | None = None,
         budget: int | None = None,
         metadata_only: bool = False,
+        explain: bool = False,
     ) -> SearchResponse:
         """Ranked doc sections for `query`; None arguments fall back to settings, then to the index's calibration."""
         if not query.strip():
@@ -222,9 +225,23 @@ class KnowledgeBase:
                 else store.manifest.full_threshold
             ),
             budget=budget or self.settings.budget,
+            explain=explain,
             metadata_only=metadata_only,
         )
-        return search(store, self.embedder, query, options)
+        return search(store, self.embedder, query, options, self._lexical(store), store.file_changed)
+
+    def _lexical(self, store: IndexStore) -> LexicalIndex | None:
+        """The lexical side, synced to `store`; None (dense only) while a writer holds the lock mid-sync."""
+        if self._lexical_index is None:
+            self._lexical_index = LexicalIndex(lexical_path(index_dir(self.root), "docs"))
+        index = self._lexical_index
+        if index.generation() != store.generation:
+            try:
+                with locked(self.root, timeout=0.5):
+                    index.sync(store.chunks, store.generation)
+            except IndexLockedError:
+                return None
+        return index
 
     def status(self) -> IndexStatus:
         """What is indexed, with which model, how old, and what was skipped."""

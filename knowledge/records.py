@@ -78,6 +78,7 @@ class SearchHit:
     tokens: int
     commit: str | None = None  # the commit the chunk was indexed at
     stale: bool = False  # the file differs on disk from what was indexed
+    explain: dict[str, float | int | bool | None] | None = None  # ranks and scores behind the order (--explain)
 
 
 @dataclass(frozen=True, slots=True)

@@ -33,6 +33,8 @@ def search_to_text(response: SearchResponse) -> str:
         out.append(f"[{hit.score:.3f}] {hit.path}:{hit.line_start}-{hit.line_end}  {hit.section or hit.title}")
         if hit.description:
             out.append(f"        {hit.description}")
+        if hit.explain is not None:
+            out.append("        " + ", ".join(f"{name} {value}" for name, value in hit.explain.items()))
         if hit.content is not None:
             out.extend("    " + line for line in hit.content.splitlines())
         else:

@@ -1,15 +1,36 @@
-"""search(): similarity threshold, full-content threshold, then token-budget packing."""
+"""search(): dense and lexical candidates fused by reciprocal rank, thresholds on cosine, token-budget packing.
+
+Ranking follows the fused score; `score` stays the cosine similarity of query and chunk, so the similarity and
+full-content thresholds keep one meaning with or without the lexical side (docs/agents.md).
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
 
 from .budget import pack
 from .embedding import Embedder
-from .records import SearchHit, SearchResponse
+from .lexical import LexicalIndex, chunk_text, identifiers, terms
+from .records import Chunk, SearchHit, SearchResponse
 from .store import IndexStore
 
 CANDIDATE_FLOOR = 50
+
+
+@dataclass(frozen=True, slots=True)
+class FusionParams:
+    """Reciprocal rank fusion: each list adds weight / (k + rank); tuned on the dev splits (bench/fusion.py)."""
+
+    k: int = 60
+    dense_weight: float = 1.0
+    lexical_weight: float = 1.0
+    exact_boost: float = 1.0  # in units of a first-rank vote, for chunks holding an identifier from the query
+
+
+DEFAULT_FUSION = FusionParams()
 
 
 @dataclass(frozen=True, slots=True)
@@ -19,38 +40,109 @@ class SearchOptions:
     full_threshold: float
     budget: int
     metadata_only: bool = False
+    explain: bool = False
+    fusion: FusionParams = field(default_factory=FusionParams)
 
 
-def search(store: IndexStore, embedder: Embedder, query: str, options: SearchOptions) -> SearchResponse:
-    """Rank chunks by cosine similarity to `query`; see docs/agents.md for what each threshold does."""
+@dataclass(slots=True)
+class Candidate:
+    key: int
+    cosine: float = 0.0
+    dense_rank: int | None = None
+    lexical_score: float | None = None
+    lexical_rank: int | None = None
+    exact: bool = False
+    fused: float = 0.0
+
+
+def fuse(
+    dense: Sequence[tuple[int, float]],
+    lexical: Sequence[tuple[int, float]],
+    params: FusionParams,
+    exact_keys: set[int] = frozenset(),
+) -> list[Candidate]:  # type: ignore[assignment]
+    """Candidates from both lists ranked by fused score (ties: better dense rank first)."""
+    found: dict[int, Candidate] = {}
+    for rank, (key, cosine) in enumerate(dense, start=1):
+        found[key] = Candidate(key, cosine=cosine, dense_rank=rank, fused=params.dense_weight / (params.k + rank))
+    for rank, (key, score) in enumerate(lexical, start=1):
+        candidate = found.setdefault(key, Candidate(key))
+        candidate.lexical_score, candidate.lexical_rank = score, rank
+        candidate.fused += params.lexical_weight / (params.k + rank)
+    for key in exact_keys & found.keys():
+        found[key].exact = True
+        found[key].fused += params.exact_boost / (params.k + 1)
+    return sorted(found.values(), key=lambda c: (-c.fused, c.dense_rank or 10**9))
+
+
+def _exact_matches(query: str, chunks: dict[int, Chunk], keys: Sequence[int]) -> set[int]:
+    wanted = identifiers(query)
+    if not wanted:
+        return set()
+    return {key for key in keys if wanted & set(terms(chunk_text(chunks[key])))}
+
+
+def retrieve(
+    store: IndexStore, lexical: LexicalIndex | None, query: str, vector: np.ndarray, depth: int, params: FusionParams
+) -> list[Candidate]:
+    """Fused candidates with the cosine of every one of them (lexical-only ones included)."""
+    dense = store.search_keys(vector, depth)
+    lexical_hits = lexical.search(query, depth) if lexical is not None else []
+    pool = list(dict.fromkeys([key for key, _ in dense] + [key for key, _ in lexical_hits]))
+    candidates = fuse(dense, lexical_hits, params, _exact_matches(query, store.chunks, pool))
+    missing = [c for c in candidates if c.dense_rank is None]
+    if missing:
+        vectors = store.vectors(np.array([c.key for c in missing], dtype=np.uint64))
+        for candidate, cosine in zip(missing, vectors @ vector, strict=True):
+            candidate.cosine = float(cosine)
+    return candidates
+
+
+def search(
+    store: IndexStore,
+    embedder: Embedder,
+    query: str,
+    options: SearchOptions,
+    lexical: LexicalIndex | None = None,
+    is_stale: Callable[[str], bool] | None = None,
+) -> SearchResponse:
+    """Rank chunks for `query`; see docs/agents.md for what each threshold does."""
     vector = embedder.embed_query(query)
-    candidates = store.search(vector, max(options.k * 3, CANDIDATE_FLOOR))
+    depth = max(options.k * 3, CANDIDATE_FLOOR)
+    candidates = retrieve(store, lexical, query, vector, depth, options.fusion)
+    # An exact identifier match stays even under the similarity threshold: names are what dense vectors miss.
+    above = [c for c in candidates if c.cosine >= options.threshold or c.exact]
     stale: dict[str, bool] = {}
 
-    def is_stale(path: str) -> bool:
+    def stale_for(path: str) -> bool:
+        if is_stale is None:
+            return False
         if path not in stale:
-            stale[path] = store.file_changed(path)
+            stale[path] = is_stale(path)
         return stale[path]
 
-    above = [(chunk, score) for chunk, score in candidates if score >= options.threshold]
-    hits = [
-        SearchHit(
-            id=chunk.id,
-            path=chunk.path,
-            kind=chunk.kind,
-            score=round(score, 4),
-            title=chunk.title,
-            description=chunk.description,
-            section=chunk.section,
-            line_start=chunk.line_start,
-            line_end=chunk.line_end,
-            content=chunk.content if score >= options.full_threshold and not options.metadata_only else None,
-            tokens=0,
-            commit=chunk.commit,
-            stale=is_stale(chunk.path),
+    hits = []
+    for candidate in above[: options.k]:
+        chunk = store.chunks[candidate.key]
+        full = candidate.cosine >= options.full_threshold and not options.metadata_only
+        hits.append(
+            SearchHit(
+                id=chunk.id,
+                path=chunk.path,
+                kind=chunk.kind,
+                score=round(candidate.cosine, 4),
+                title=chunk.title,
+                description=chunk.description,
+                section=chunk.section,
+                line_start=chunk.line_start,
+                line_end=chunk.line_end,
+                content=chunk.content if full else None,
+                tokens=0,
+                commit=chunk.commit,
+                stale=stale_for(chunk.path),
+                explain=_explain(candidate) if options.explain else None,
+            )
         )
-        for chunk, score in above[: options.k]
-    ]
     kept, used, left_out = pack(hits, options.budget, embedder.count_tokens)
     return SearchResponse(
         query=query,
@@ -62,3 +154,14 @@ def search(store: IndexStore, embedder: Embedder, query: str, options: SearchOpt
         full_threshold=options.full_threshold,
         model=store.manifest.model_id,
     )
+
+
+def _explain(candidate: Candidate) -> dict[str, float | int | bool | None]:
+    return {
+        "dense_score": round(candidate.cosine, 4),
+        "dense_rank": candidate.dense_rank,
+        "lexical_score": None if candidate.lexical_score is None else round(candidate.lexical_score, 4),
+        "lexical_rank": candidate.lexical_rank,
+        "exact_identifier": candidate.exact,
+        "fused_score": round(candidate.fused, 6),
+    }

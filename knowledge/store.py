@@ -13,6 +13,7 @@ import json
 import os
 import tempfile
 import time
+import uuid
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -130,6 +131,7 @@ class IndexStore:
         self.skipped = skipped
         self.files = files  # path -> content hash of the file as indexed
         self.stats: dict[str, list[int]] = {}  # path -> [mtime_ns, size] when it was read
+        self.generation = ""  # changes with every write: derived indexes (lexical) sync against it
         self._vectors_path = self.paths(root, kind)[0]
 
     # ---- reading -------------------------------------------------------------------------------------------
@@ -155,6 +157,7 @@ class IndexStore:
             skipped = [FileProblem(**p) for p in meta.get("skipped", [])]
             files = dict(meta.get("files", {}))
             identity = meta["vectors"]
+            generation = str(meta.get("generation", ""))
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise IndexCorruptError(
                 f"{meta_path}: unreadable index metadata ({exc}); run `knowledge reindex-all`"
@@ -172,6 +175,7 @@ class IndexStore:
         index = cls._restore(chosen, manifest.dims, len(chunks)) if chunks else None
         store = cls(root, kind, manifest, chunks, index, skipped, files)
         store.stats = {path: list(value) for path, value in meta.get("stats", {}).items()}
+        store.generation = generation
         store._vectors_path = chosen
         return store
 
@@ -216,6 +220,10 @@ class IndexStore:
 
     def search(self, vector: npt.NDArray[np.float32], k: int) -> list[tuple[Chunk, float]]:
         """The `k` nearest chunks with cosine similarity, best first."""
+        return [(self.chunks[key], score) for key, score in self.search_keys(vector, k)]
+
+    def search_keys(self, vector: npt.NDArray[np.float32], k: int) -> list[tuple[int, float]]:
+        """The `k` nearest keys with cosine similarity, best first."""
         if self._index is None or not self.chunks:
             return []
         k = min(k, len(self.chunks))
@@ -224,7 +232,7 @@ class IndexStore:
             self._index.expansion_search = max(EXPANSION_SEARCH, k)
         matches = self._index.search(np.asarray(vector, dtype=np.float32), k, exact=exact)
         return [
-            (self.chunks[int(key)], float(1.0 - distance))
+            (int(key), float(1.0 - distance))
             for key, distance in zip(matches.keys, matches.distances, strict=True)
             if int(key) in self.chunks
         ]
@@ -309,6 +317,7 @@ class IndexStore:
                     os.fsync(handle.fileno())
                 identity = {"count": len(chunks), **_file_identity(tmp), "sha256": _sha256(tmp)}
             meta = {
+                "generation": uuid.uuid4().hex,
                 "manifest": asdict(manifest),
                 "vectors": identity,
                 "files": table.hashes,

@@ -86,3 +86,17 @@ def test_empty_file_gives_no_chunks():
 def test_duplicate_headings_get_distinct_ids():
     parsed = chunk("# A\n\none\n\n# A\n\ntwo\n")
     assert [c.id for c in parsed.chunks] == ["docs/a.md#a", "docs/a.md#a-2"]
+
+
+def test_a_paragraph_on_one_long_line_is_split_within_the_limit():
+    sentence = "This sentence has exactly eight words in it. "
+    text = "# Long\n\n" + sentence * 60 + "\n\nAfter.\n"
+    parsed = chunk(text, max_tokens=64)
+    assert len(parsed.chunks) > 5
+    for c in parsed.chunks:
+        assert words(c.embed_text) <= 64
+    middle = [c for c in parsed.chunks if c.line_start == c.line_end == 3]
+    assert len(middle) >= 5
+    assert all(c.content.rstrip().endswith(".") for c in middle[:-1])  # cut at sentence ends
+    joined = " ".join(c.content for c in middle)
+    assert joined.count("eight words") >= 60  # nothing lost (overlap may repeat some)

@@ -46,6 +46,7 @@ def test_reindex_then_search_json_schema(docs_repo):
         "tokens",
         "commit",
         "stale",
+        "explain",
     }
     assert top["id"] == "docs/search.md#token-budget"
     assert top["section"] == "Searching > Token budget"

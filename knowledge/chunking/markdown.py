@@ -15,7 +15,7 @@ from typing import Any
 
 from ..records import Chunk, FileProblem, SourceFile
 
-CHUNKER_VERSION = 1
+CHUNKER_VERSION = 2
 OVERLAP_TOKENS = 32
 _ATX = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
@@ -149,25 +149,66 @@ def _header(meta: DocMeta, section: str) -> str:
     return "\n".join(lines) + "\n\n"
 
 
-def _windows(lines: list[str], limit: int, count_tokens: Callable[[str], int]) -> list[tuple[int, int]]:
-    """[start, end) line windows whose text stays within `limit` tokens, overlapping by ~OVERLAP_TOKENS."""
-    costs = [count_tokens(line) + 1 for line in lines]  # +1: the newline
+@dataclass(frozen=True, slots=True)
+class _Segment:
+    line: int  # index into the section's lines
+    text: str
+    cost: int  # tokens, +1 for the separator
+    continues: bool  # the rest of the previous segment's line (a line too long for one chunk)
+
+
+def _split_line(line: str, limit: int, count_tokens: Callable[[str], int]) -> list[str]:
+    """Pieces of one over-long line (a Markdown paragraph is often one line), cut at sentence ends where possible."""
+    words = line.split(" ")
+    costs = [count_tokens(word) + 1 for word in words]  # word pieces never span spaces, so costs add up
+    pieces: list[str] = []
+    start, used, last_sentence_end = 0, 0, -1
+    for index, cost in enumerate(costs):
+        if used + cost > limit and index > start:
+            cut = last_sentence_end + 1 if last_sentence_end >= start + (index - start) // 2 else index
+            pieces.append(" ".join(words[start:cut]))
+            start, used, last_sentence_end = cut, sum(costs[cut:index]), -1
+        used += cost
+        if words[index].endswith((".", "!", "?", ";")):
+            last_sentence_end = index
+    pieces.append(" ".join(words[start:]))
+    return [piece for piece in pieces if piece]
+
+
+def _segments(lines: list[str], limit: int, count_tokens: Callable[[str], int]) -> list[_Segment]:
+    out: list[_Segment] = []
+    for index, line in enumerate(lines):
+        cost = count_tokens(line) + 1
+        if cost <= limit:
+            out.append(_Segment(index, line, cost, False))
+            continue
+        for n, piece in enumerate(_split_line(line, limit, count_tokens)):
+            out.append(_Segment(index, piece, count_tokens(piece) + 1, n > 0))
+    return out
+
+
+def _windows(segments: list[_Segment], limit: int) -> list[tuple[int, int]]:
+    """[start, end) segment windows whose text stays within `limit` tokens, overlapping by ~OVERLAP_TOKENS."""
     windows: list[tuple[int, int]] = []
     start = 0
-    while start < len(lines):
+    while start < len(segments):
         end, used = start, 0
-        while end < len(lines) and (used + costs[end] <= limit or end == start):
-            used += costs[end]
+        while end < len(segments) and (used + segments[end].cost <= limit or end == start):
+            used += segments[end].cost
             end += 1
         windows.append((start, end))
-        if end >= len(lines):
+        if end >= len(segments):
             break
         back, overlap = end, 0
-        while back - 1 > start and overlap + costs[back - 1] <= OVERLAP_TOKENS:
+        while back - 1 > start and overlap + segments[back - 1].cost <= OVERLAP_TOKENS:
             back -= 1
-            overlap += costs[back]
+            overlap += segments[back].cost
         start = back
     return windows
+
+
+def _join(segments: list[_Segment]) -> str:
+    return "".join((" " if seg.continues else "\n") + seg.text if n else seg.text for n, seg in enumerate(segments))
 
 
 def chunk_markdown(source: SourceFile, max_tokens: int, count_tokens: Callable[[str], int]) -> ParsedDoc:
@@ -191,15 +232,16 @@ def chunk_markdown(source: SourceFile, max_tokens: int, count_tokens: Callable[[
         section_path = " > ".join(section.path)
         header = _header(meta, section_path)
         budget = max(16, max_tokens - count_tokens(header) - 2)  # 2: the model's special tokens
-        windows = _windows(section.lines, budget, count_tokens)
+        segments = _segments(section.lines, budget, count_tokens)
+        windows = _windows(segments, budget)
         base_id = f"{source.path}#{_slug(section.path[-1]) if section.path else 'top'}"
         for part, (start, end) in enumerate(windows):
             # Trim blank lines at the edges so line ranges point at real text.
-            while start < end - 1 and not section.lines[start].strip():
+            while start < end - 1 and not segments[start].text.strip():
                 start += 1
-            while end - 1 > start and not section.lines[end - 1].strip():
+            while end - 1 > start and not segments[end - 1].text.strip():
                 end -= 1
-            content = "\n".join(section.lines[start:end])
+            content = _join(segments[start:end])
             if not content.strip():
                 continue
             chunk_id = base_id if part == 0 else f"{base_id}~{part + 1}"
@@ -209,7 +251,7 @@ def chunk_markdown(source: SourceFile, max_tokens: int, count_tokens: Callable[[
                 suffix += 1
             used_ids.add(chunk_id)
             embed_text = header + content
-            first_line = offset + section.start + start + 1
+            first_line = offset + section.start + segments[start].line + 1
             chunks.append(
                 Chunk(
                     id=chunk_id,
@@ -219,7 +261,7 @@ def chunk_markdown(source: SourceFile, max_tokens: int, count_tokens: Callable[[
                     description=meta.description,
                     section=section_path,
                     line_start=first_line,
-                    line_end=first_line + (end - start) - 1,
+                    line_end=offset + section.start + segments[end - 1].line + 1,
                     content=content,
                     embed_text=embed_text,
                     content_hash=hashlib.sha256(embed_text.encode("utf-8")).hexdigest(),

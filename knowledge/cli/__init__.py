@@ -222,6 +222,7 @@ def _run_from_hook(ctx: click.Context, hook: str) -> None:
 @click.option("--metadata-only", is_flag=True, help="Never include content: paths, titles, sections, lines.")
 @click.option("--json", "as_json", is_flag=True, help="Print the versioned JSON schema (docs/json-output.md).")
 @click.option("--build", is_flag=True, help="Build the index first if there is none.")
+@click.option("--explain", is_flag=True, help="Show each result's dense and lexical scores, ranks and fused score.")
 @click.option("--remote", metavar="URL", help="Ask a `knowledge serve` at URL (token from KNOWLEDGE_TOKEN).")
 @click.pass_context
 def search_command(
@@ -234,6 +235,7 @@ def search_command(
     metadata_only: bool,
     as_json: bool,
     build: bool,
+    explain: bool,
     remote: str | None,
 ) -> None:
     """Find the doc sections that answer QUERY, best first, within a token budget.
@@ -270,7 +272,13 @@ def search_command(
             progress.close()
         click.echo(report_summary(report), err=True)
     response = kb.search(
-        query, k=k, threshold=threshold, full_threshold=full_threshold, budget=budget, metadata_only=metadata_only
+        query,
+        k=k,
+        threshold=threshold,
+        full_threshold=full_threshold,
+        budget=budget,
+        metadata_only=metadata_only,
+        explain=explain,
     )
     if as_json:
         click.echo(json.dumps(search_to_dict(response), ensure_ascii=False, indent=2))

@@ -74,6 +74,7 @@ class LocalBackend:
             full_threshold=_float(params, "full_threshold"),
             budget=_int(params, "budget", 1, MAX_BUDGET),
             metadata_only=bool(params.get("metadata_only", False)),
+            explain=bool(params.get("explain", False)),
         )
         return search_to_dict(response)
 
