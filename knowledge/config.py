@@ -18,6 +18,65 @@ from .fs import user_cache_dir
 
 CONFIG_FILE = "knowledge.toml"
 DEFAULT_DOC_INCLUDE = ("**/*.md", "**/*.markdown", "**/*.mdx")
+# Languages with entity chunks (tree-sitter), then text files indexed as line chunks.
+DEFAULT_CODE_INCLUDE = tuple(
+    f"**/*.{ext}"
+    for ext in (
+        "py",
+        "js",
+        "mjs",
+        "cjs",
+        "jsx",
+        "ts",
+        "tsx",
+        "go",
+        "rs",
+        "java",
+        "c",
+        "h",
+        "cc",
+        "cpp",
+        "cxx",
+        "hpp",
+        "hh",
+        "hxx",
+        "sh",
+        "bash",
+        "rb",
+        "php",
+        "cs",
+        "kt",
+        "swift",
+        "scala",
+        "lua",
+        "sql",
+        "toml",
+        "yaml",
+        "yml",
+        "cfg",
+        "ini",
+    )
+)
+# Generated, vendored and lock files: configurable with `code_exclude`.
+DEFAULT_CODE_EXCLUDE = (
+    "**/node_modules/**",
+    "**/vendor/**",
+    "**/third_party/**",
+    "**/dist/**",
+    "**/build/**",
+    "**/.venv/**",
+    "**/venv/**",
+    "**/site-packages/**",
+    "**/*.min.js",
+    "**/*.lock",
+    "**/package-lock.json",
+    "**/pnpm-lock.yaml",
+    "**/*_pb2.py",
+    "**/*_pb2_grpc.py",
+    "**/*.pb.go",
+    "**/*.generated.*",
+    "**/*.gen.go",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,6 +88,8 @@ class Settings:
     home: Path = Path()
     include: tuple[str, ...] = DEFAULT_DOC_INCLUDE
     exclude: tuple[str, ...] = ()
+    code_include: tuple[str, ...] = DEFAULT_CODE_INCLUDE
+    code_exclude: tuple[str, ...] = DEFAULT_CODE_EXCLUDE
     max_file_bytes: int = 2_000_000
     k: int = 10
     threshold: float | None = None
@@ -66,7 +127,7 @@ def _coerce(name: str, value: Any, origin: str) -> Any:  # noqa: ANN401 - valida
             if number < 1:
                 raise fail(f"{number} must be at least 1")
             return number
-        if name in {"include", "exclude"}:
+        if name in {"include", "exclude", "code_include", "code_exclude"}:
             if isinstance(value, str) or not all(isinstance(v, str) for v in value):
                 raise fail("expected a list of glob strings")
             return tuple(value)

@@ -92,16 +92,29 @@ def walk_files(root: Path) -> list[str]:
     return sorted(found)
 
 
-def candidate_paths(root: Path, settings: Settings) -> list[str]:
-    """Repository-relative paths that match the include globs and none of the exclude globs."""
+KINDS = ("docs", "code")
+
+
+def candidate_paths(root: Path, settings: Settings, kind: str = "docs") -> list[str]:
+    """Repository-relative paths of `kind` ("docs" or "code"): its include globs minus its exclude globs.
+
+    A path that is a doc is never also code.
+    """
     inside_git = git.repo_root(root) is not None
     names = git.listed_files(root) if inside_git else walk_files(root)
-    include = [glob_to_regex(p) for p in settings.include]
-    exclude = [glob_to_regex(p) for p in settings.exclude] + [glob_to_regex(".knowledge/**")]
-    return [n for n in names if matches_any(n, include) and not matches_any(n, exclude)]
+    always_out = [glob_to_regex(".knowledge/**")]
+    docs_in = [glob_to_regex(p) for p in settings.include]
+    docs_out = [glob_to_regex(p) for p in settings.exclude] + always_out
+    if kind == "docs":
+        return [n for n in names if matches_any(n, docs_in) and not matches_any(n, docs_out)]
+    code_in = [glob_to_regex(p) for p in settings.code_include]
+    code_out = [glob_to_regex(p) for p in settings.code_exclude] + always_out
+    return [
+        n for n in names if matches_any(n, code_in) and not matches_any(n, code_out) and not matches_any(n, docs_in)
+    ]
 
 
-def read_source(root: Path, rel: str, settings: Settings) -> SourceFile | FileProblem:
+def read_source(root: Path, rel: str, settings: Settings, kind: str = "docs") -> SourceFile | FileProblem:
     """Decode one file, or say in one line why it cannot be indexed."""
     path = root / rel
     try:
@@ -125,7 +138,7 @@ def read_source(root: Path, rel: str, settings: Settings) -> SourceFile | FilePr
     text = text.replace("\r\n", "\n").replace("\r", "\n")
     return SourceFile(
         path=rel,
-        kind="doc",
+        kind="doc" if kind == "docs" else "code",
         text=text,
         content_hash=hashlib.sha256(data).hexdigest(),
         stat=(info.st_mtime_ns, len(data)),

@@ -18,7 +18,7 @@ import numpy.typing as npt
 from . import __version__, git
 from .chunking import CHUNKER_VERSION, chunk_source
 from .config import Settings
-from .corpus import candidate_paths, read_source
+from .corpus import KINDS, candidate_paths, read_source
 from .embedding import Embedder
 from .embedding.cache import EmbeddingCache, embed_with_cache
 from .errors import IndexCorruptError, IndexIncompatibleError, IndexNotFoundError
@@ -35,7 +35,9 @@ def index_fingerprint(embedder: Embedder) -> str:
 
 def selection_fingerprint(settings: Settings) -> str:
     """Changes when the set of indexed files could change without any commit (globs, size cap)."""
-    text = repr((settings.include, settings.exclude, settings.max_file_bytes))
+    text = repr(
+        (settings.include, settings.exclude, settings.code_include, settings.code_exclude, settings.max_file_bytes)
+    )
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
@@ -59,11 +61,12 @@ def _chunk_files(
     paths: Iterable[str],
     commit: str | None,
     on_progress: ProgressCallback | None,
+    kind: str = "docs",
 ) -> _Chunked:
     out = _Chunked()
     paths = sorted(paths)
     for done, rel in enumerate(paths, start=1):
-        source = read_source(root, rel, settings)
+        source = read_source(root, rel, settings, kind)
         if isinstance(source, FileProblem):
             out.skipped.append(source)
             continue
@@ -75,7 +78,7 @@ def _chunk_files(
         out.warnings.extend(parsed.problems)
         if not parsed.chunks:
             out.warnings.append(FileProblem(rel, "empty: no text to index"))
-        if not parsed.meta.description:
+        if parsed.undescribed:
             out.undescribed.append(rel)
         out.files[rel] = source.content_hash
         out.stats[rel] = list(source.stat)
@@ -132,9 +135,9 @@ def _manifest(
     )
 
 
-def _sync_lexical(root: Path) -> None:
-    store = IndexStore.open(root, "docs")
-    sync_all(index_dir(root), "docs", store.chunks, store.generation)
+def _sync_lexical(root: Path, kind: str) -> None:
+    store = IndexStore.open(root, kind)
+    sync_all(index_dir(root), kind, store.chunks, store.generation)
 
 
 def _head(root: Path) -> str | None:
@@ -155,21 +158,50 @@ def _report(chunked: _Chunked, embedded: int, removed: int, started: float, rein
     )
 
 
+def _merge(reports: list[IndexReport], started: float) -> IndexReport:
+    return IndexReport(
+        files_indexed=sum(r.files_indexed for r in reports),
+        chunks_total=sum(r.chunks_total for r in reports),
+        chunks_embedded=sum(r.chunks_embedded for r in reports),
+        chunks_reused=sum(r.chunks_reused for r in reports),
+        files_removed=sum(r.files_removed for r in reports),
+        skipped=tuple(p for r in reports for p in r.skipped),
+        warnings=tuple(p for r in reports for p in r.warnings),
+        undescribed=tuple(p for r in reports for p in r.undescribed),
+        seconds=round(time.monotonic() - started, 3),
+    )
+
+
+def _reindex_kind_all(
+    root: Path,
+    settings: Settings,
+    embedder: Embedder,
+    thresholds: tuple[float, float],
+    on_progress: ProgressCallback | None,
+    kind: str,
+    commit: str | None,
+) -> IndexReport:
+    started = time.monotonic()
+    chunked = _chunk_files(root, settings, embedder, candidate_paths(root, settings, kind), commit, on_progress, kind)
+    vectors, embedded = _embed(chunked.chunks, settings, embedder, on_progress)
+    manifest = _manifest(root, settings, embedder, thresholds, commit)
+    IndexStore.write(root, kind, manifest, chunked.chunks, vectors, chunked.table())
+    _sync_lexical(root, kind)
+    return _report(chunked, embedded, 0, started, len(chunked.files))
+
+
 def _reindex_all_locked(
     root: Path,
     settings: Settings,
     embedder: Embedder,
     thresholds: tuple[float, float],
     on_progress: ProgressCallback | None,
+    kinds: Iterable[str] = KINDS,
 ) -> IndexReport:
     started = time.monotonic()
     commit = _head(root)
-    chunked = _chunk_files(root, settings, embedder, candidate_paths(root, settings), commit, on_progress)
-    vectors, embedded = _embed(chunked.chunks, settings, embedder, on_progress)
-    manifest = _manifest(root, settings, embedder, thresholds, commit)
-    IndexStore.write(root, "docs", manifest, chunked.chunks, vectors, chunked.table())
-    _sync_lexical(root)
-    return _report(chunked, embedded, 0, started, len(chunked.files))
+    reports = [_reindex_kind_all(root, settings, embedder, thresholds, on_progress, kind, commit) for kind in kinds]
+    return _merge(reports, started)
 
 
 def reindex_all(
@@ -179,14 +211,14 @@ def reindex_all(
     thresholds: tuple[float, float],
     on_progress: ProgressCallback | None = None,
 ) -> IndexReport:
-    """Rebuild the docs index from scratch (reusing cached vectors) and swap it in atomically."""
+    """Rebuild the docs and code indexes from scratch (reusing cached vectors) and swap each in atomically."""
     with locked(root):
         return _reindex_all_locked(root, settings, embedder, thresholds, on_progress)
 
 
 def changed_by_content(root: Path, settings: Settings, store: IndexStore) -> set[str]:
     """Every path whose content differs from what is indexed: the fallback when git history cannot tell."""
-    candidates = set(candidate_paths(root, settings))
+    candidates = set(candidate_paths(root, settings, store.kind))
     changed = {p for p in set(store.files) | {s.path for s in store.skipped} if p not in candidates}
     for rel in candidates:
         try:
@@ -214,6 +246,37 @@ def changed_since_index(root: Path, settings: Settings, store: IndexStore, workt
     return paths
 
 
+def _reindex_kind_changes(
+    root: Path,
+    settings: Settings,
+    embedder: Embedder,
+    thresholds: tuple[float, float],
+    paths: Iterable[str] | None,
+    worktree: bool,
+    on_progress: ProgressCallback | None,
+    kind: str,
+    commit: str | None,
+) -> IndexReport:
+    started = time.monotonic()
+    try:
+        store = IndexStore.open(root, kind)
+        store.check_compatible(index_fingerprint(embedder))
+    except (IndexNotFoundError, IndexCorruptError, IndexIncompatibleError):
+        # No usable index, or one built by another model or chunker: rebuild (beside it, swapped in at the end).
+        return _reindex_kind_all(root, settings, embedder, thresholds, on_progress, kind, commit)
+    targets = set(paths) if paths is not None else changed_since_index(root, settings, store, worktree)
+    if not targets and commit == store.manifest.commit:
+        return _report(_Chunked(), 0, 0, started, 0)
+    candidates = set(candidate_paths(root, settings, kind)) & targets
+    chunked = _chunk_files(root, settings, embedder, candidates, commit, on_progress, kind)
+    vectors, embedded = _embed(chunked.chunks, settings, embedder, on_progress)
+    removed = len([p for p in targets if p in store.files and p not in chunked.files])
+    manifest = _manifest(root, settings, embedder, thresholds, commit)
+    store.updated(manifest, targets, chunked.chunks, vectors, chunked.table())
+    _sync_lexical(root, kind)
+    return _report(chunked, embedded, removed, started, len(chunked.files))
+
+
 def reindex_changes(
     root: Path,
     settings: Settings,
@@ -226,21 +289,9 @@ def reindex_changes(
     """Bring the index up to date by re-indexing only changed paths (or exactly `paths`)."""
     started = time.monotonic()
     with locked(root):
-        try:
-            store = IndexStore.open(root, "docs")
-            store.check_compatible(index_fingerprint(embedder))
-        except (IndexNotFoundError, IndexCorruptError, IndexIncompatibleError):
-            # No usable index, or one built by another model or chunker: rebuild (beside it, swapped in at the end).
-            return _reindex_all_locked(root, settings, embedder, thresholds, on_progress)
-        targets = set(paths) if paths is not None else changed_since_index(root, settings, store, worktree)
         commit = _head(root)
-        if not targets and commit == store.manifest.commit:
-            return _report(_Chunked(), 0, 0, started, 0)
-        candidates = set(candidate_paths(root, settings)) & targets
-        chunked = _chunk_files(root, settings, embedder, candidates, commit, on_progress)
-        vectors, embedded = _embed(chunked.chunks, settings, embedder, on_progress)
-        removed = len([p for p in targets if p in store.files and p not in chunked.files])
-        manifest = _manifest(root, settings, embedder, thresholds, commit)
-        store.updated(manifest, targets, chunked.chunks, vectors, chunked.table())
-        _sync_lexical(root)
-    return _report(chunked, embedded, removed, started, len(chunked.files))
+        reports = [
+            _reindex_kind_changes(root, settings, embedder, thresholds, paths, worktree, on_progress, kind, commit)
+            for kind in KINDS
+        ]
+    return _merge(reports, started)

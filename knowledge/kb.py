@@ -9,7 +9,7 @@ from pathlib import Path
 
 from . import git
 from .config import Settings, load_settings
-from .corpus import candidate_paths, read_source
+from .corpus import KINDS, candidate_paths, read_source
 from .embedding import Embedder, load_embedder, model_spec
 from .errors import IndexLockedError, KnowledgeError, PathOutsideRepositoryError
 from .fs import is_locked
@@ -48,8 +48,8 @@ class KnowledgeBase:
         self.settings = settings
         self._factory = embedder_factory or _default_factory(on_model_step)
         self._embedder: Embedder | None = None
-        self._store_cache: tuple[tuple[int, int, int], IndexStore] | None = None
-        self._lexical_index: LexicalIndex | None = None
+        self._store_cache: dict[str, tuple[tuple[int, int, int], IndexStore]] = {}
+        self._lexical_index: dict[str, LexicalIndex] = {}
 
     @classmethod
     def open(
@@ -67,19 +67,31 @@ class KnowledgeBase:
         settings, _ = load_settings(root, overrides)
         return cls(root, settings, embedder_factory, on_model_step)
 
-    def store(self) -> IndexStore:
-        """The current docs index, reopened only when a writer has replaced its metadata since the last call."""
-        meta = IndexStore.paths(self.root, "docs")[1]
+    def stores(self) -> list[IndexStore]:
+        """Every kind's index that exists (docs always: it names the one command to run when missing)."""
+        return [self.store(kind) for kind in KINDS if kind == "docs" or IndexStore.exists(self.root, kind)]
+
+    def is_stale(self, path: str) -> bool:
+        """True when `path` differs on disk from what its index holds."""
+        for store in self.stores():
+            if path in store.files:
+                return store.file_changed(path)
+        return True
+
+    def store(self, kind: str = "docs") -> IndexStore:
+        """The current index of `kind`, reopened only when a writer has replaced its metadata since the last call."""
+        meta = IndexStore.paths(self.root, kind)[1]
         try:
             info = meta.stat()
             identity = (info.st_ino, info.st_mtime_ns, info.st_size)
         except OSError:
             identity = None
-        cached = self._store_cache
+        cached = self._store_cache.get(kind)
         if cached is not None and identity is not None and cached[0] == identity:
             return cached[1]
-        store = IndexStore.open(self.root, "docs")
-        self._store_cache = (identity, store) if identity is not None else None
+        store = IndexStore.open(self.root, kind)
+        if identity is not None:
+            self._store_cache[kind] = (identity, store)
         return store
 
     def source(self, path: str, start: int | None = None, end: int | None = None) -> SourceText:
@@ -106,9 +118,10 @@ class KnowledgeBase:
 
     def source_of_chunk(self, chunk_id: str) -> SourceText:
         """The current lines of the file range a chunk was indexed from."""
-        for chunk in self.store().chunks.values():
-            if chunk.id == chunk_id:
-                return self.source(chunk.path, chunk.line_start, chunk.line_end)
+        for store in self.stores():
+            for chunk in store.chunks.values():
+                if chunk.id == chunk_id:
+                    return self.source(chunk.path, chunk.line_start, chunk.line_end)
         raise KnowledgeError(f"{chunk_id}: no chunk with this id in the index")
 
     def docs_for_file(self, path: str) -> list[SearchHit]:
@@ -176,18 +189,17 @@ class KnowledgeBase:
         """Cheap check (one `git rev-parse`, one stat pass) whether the index trails HEAD or the files."""
         if not IndexStore.exists(self.root, "docs"):
             return True
-        store = self.store()
-        if store.manifest.selection != selection_fingerprint(self.settings):
-            return True
-        if git.repo_root(self.root) is not None and git.head_commit(self.root) != store.manifest.commit:
-            return True
-        for rel in store.files:
-            try:
-                info = (self.root / rel).stat()
-            except OSError:
+        head = git.head_commit(self.root) if git.repo_root(self.root) is not None else None
+        for store in self.stores():
+            if store.manifest.selection != selection_fingerprint(self.settings) or store.manifest.commit != head:
                 return True
-            if store.stats.get(rel) != [info.st_mtime_ns, info.st_size]:
-                return True
+            for rel in store.files:
+                try:
+                    info = (self.root / rel).stat()
+                except OSError:
+                    return True
+                if store.stats.get(rel) != [info.st_mtime_ns, info.st_size]:
+                    return True
         return False
 
     def catch_up(self) -> IndexReport | None:
@@ -206,35 +218,40 @@ class KnowledgeBase:
         budget: int | None = None,
         metadata_only: bool = False,
         explain: bool = False,
+        kind: str = "all",
     ) -> SearchResponse:
         """Ranked doc sections for `query`; None arguments fall back to settings, then to the index's calibration."""
         if not query.strip():
             raise KnowledgeError("the query is empty")
-        store = self.store()
-        store.check_compatible(index_fingerprint(self.embedder))
+        wanted = KINDS if kind == "all" else (kind,)
+        if kind not in {"all", *KINDS}:
+            raise KnowledgeError(f"kind: {kind!r} is not one of all, {', '.join(KINDS)}")
+        stores = [self.store(name) for name in wanted if name == "docs" or IndexStore.exists(self.root, name)]
+        for store in stores:
+            store.check_compatible(index_fingerprint(self.embedder))
+        manifest = stores[0].manifest
         options = SearchOptions(
             k=k or self.settings.k,
             threshold=threshold
             if threshold is not None
-            else (self.settings.threshold if self.settings.threshold is not None else store.manifest.threshold),
+            else (self.settings.threshold if self.settings.threshold is not None else manifest.threshold),
             full_threshold=full_threshold
             if full_threshold is not None
             else (
-                self.settings.full_threshold
-                if self.settings.full_threshold is not None
-                else store.manifest.full_threshold
+                self.settings.full_threshold if self.settings.full_threshold is not None else manifest.full_threshold
             ),
             budget=budget or self.settings.budget,
             explain=explain,
             metadata_only=metadata_only,
         )
-        return search(store, self.embedder, query, options, self._lexical(store), store.file_changed)
+        sources = [(store, self._lexical(store)) for store in stores]
+        return search(sources, self.embedder, query, options, self.is_stale)
 
     def _lexical(self, store: IndexStore) -> LexicalIndex | None:
         """The lexical side, synced to `store`; None (dense only) while a writer holds the lock mid-sync."""
-        if self._lexical_index is None:
-            self._lexical_index = LexicalIndex(lexical_path(index_dir(self.root), "docs"))
-        index = self._lexical_index
+        index = self._lexical_index.get(store.kind)
+        if index is None:
+            index = self._lexical_index[store.kind] = LexicalIndex(lexical_path(index_dir(self.root), store.kind))
         if index.generation() != store.generation:
             try:
                 with locked(self.root, timeout=0.5):
@@ -250,35 +267,39 @@ class KnowledgeBase:
             return IndexStatus(
                 **base, exists=False, model=None, dims=None, files=0, chunks=0, built_at=None, age_seconds=None
             )
-        store = self.store()
+        stores = self.stores()
+        store = stores[0]
         built = time.mktime(time.strptime(store.manifest.built_at, "%Y-%m-%dT%H:%M:%SZ")) - time.timezone
         return IndexStatus(
             **base,
             exists=True,
             model=f"{store.manifest.model_id} ({store.manifest.model_variant})",
             dims=store.manifest.dims,
-            files=len(store.files),
-            chunks=len(store.chunks),
+            files=sum(len(s.files) for s in stores),
+            chunks=sum(len(s.chunks) for s in stores),
             built_at=store.manifest.built_at,
             age_seconds=round(time.time() - built, 1),
-            skipped=tuple(store.skipped),
+            skipped=tuple(p for s in stores for p in s.skipped),
             thresholds={"threshold": store.manifest.threshold, "full_threshold": store.manifest.full_threshold},
-            **self._freshness(store),
+            kinds={s.kind: {"files": len(s.files), "chunks": len(s.chunks)} for s in stores},
+            **self._freshness(stores),
         )
 
-    def _freshness(self, store: IndexStore) -> dict[str, object]:
+    def _freshness(self, stores: list[IndexStore]) -> dict[str, object]:
         head = git.head_commit(self.root) if git.repo_root(self.root) is not None else None
         behind: int | None = None
-        commit = store.manifest.commit
+        commit = stores[0].manifest.commit
         if head and commit and git.commit_exists(self.root, commit):
             behind = git.commits_between(self.root, commit, head)
-        problem_paths = {p.path for p in store.skipped}
-        changed = sorted(p for p in changed_by_content(self.root, self.settings, store) if p not in problem_paths)
+        changed: set[str] = set()
+        for store in stores:
+            problem_paths = {p.path for p in store.skipped}
+            changed |= {p for p in changed_by_content(self.root, self.settings, store) if p not in problem_paths}
         return {
             "commit": commit,
             "head": head,
             "commits_behind": behind,
-            "changed_files": tuple(changed),
+            "changed_files": tuple(sorted(changed)),
             "reindex_running": is_locked(lock_path(self.root)),
         }
 

@@ -33,6 +33,13 @@ class Chunk:
     content_hash: str  # sha256 of embed_text: the embedding cache key
     tags: tuple[str, ...] = ()
     commit: str | None = None  # HEAD when this chunk was indexed
+    language: str = ""  # code only, from here on
+    symbol: str = ""  # function, method or class name
+    symbol_kind: str = ""  # function, method, class, interface, struct, ...; "" for line chunks
+    parent: str = ""  # the enclosing class (or Go receiver, Rust impl type)
+    decorators: tuple[str, ...] = ()
+    exported: bool | None = None  # None where the language has no such notion
+    calls: tuple[str, ...] = ()  # names this entity calls
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +86,12 @@ class SearchHit:
     commit: str | None = None  # the commit the chunk was indexed at
     stale: bool = False  # the file differs on disk from what was indexed
     explain: dict[str, float | int | bool | None] | None = None  # ranks and scores behind the order (--explain)
+    language: str | None = None  # code results only, from here on
+    symbol: str | None = None
+    symbol_kind: str | None = None
+    parent: str | None = None
+    calls: tuple[dict[str, str | int], ...] | None = None  # {name, path, line} of what it calls (resolved names)
+    called_by: tuple[dict[str, str | int], ...] | None = None  # {name, path, line} of what calls it
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,6 +137,7 @@ class IndexStatus:
     commits_behind: int | None = None  # None when the indexed commit is unknown to git (history rewritten)
     changed_files: tuple[str, ...] = ()  # files whose content on disk differs from the index (work tree included)
     reindex_running: bool = False
+    kinds: dict[str, dict[str, int]] = field(default_factory=dict)  # per kind: files, chunks
 
 
 @dataclass(frozen=True, slots=True)

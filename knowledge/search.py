@@ -98,20 +98,28 @@ def retrieve(
     return candidates
 
 
+Source = tuple[IndexStore, "LexicalIndex | None"]
+
+
 def search(
-    store: IndexStore,
+    sources: Sequence[Source],
     embedder: Embedder,
     query: str,
     options: SearchOptions,
-    lexical: LexicalIndex | None = None,
     is_stale: Callable[[str], bool] | None = None,
 ) -> SearchResponse:
-    """Rank chunks for `query`; see docs/agents.md for what each threshold does."""
+    """Rank chunks of every source (docs, code) for `query`; see docs/agents.md for what each threshold does."""
     vector = embedder.embed_query(query)
     depth = max(options.k * 3, CANDIDATE_FLOOR)
-    candidates = retrieve(store, lexical, query, vector, depth, options.fusion)
+    pooled = [
+        (candidate, store)
+        for store, lexical in sources
+        for candidate in retrieve(store, lexical, query, vector, depth, options.fusion)
+    ]
+    # Fused scores are rank-based, so lists from different stores merge on them directly.
+    pooled.sort(key=lambda pair: (-pair[0].fused, pair[0].dense_rank or 10**9))
     # An exact identifier match stays even under the similarity threshold: names are what dense vectors miss.
-    above = [c for c in candidates if c.cosine >= options.threshold or c.exact]
+    above = [(c, store) for c, store in pooled if c.cosine >= options.threshold or c.exact]
     stale: dict[str, bool] = {}
 
     def stale_for(path: str) -> bool:
@@ -122,9 +130,10 @@ def search(
         return stale[path]
 
     hits = []
-    for candidate in above[: options.k]:
+    for candidate, store in above[: options.k]:
         chunk = store.chunks[candidate.key]
         full = candidate.cosine >= options.full_threshold and not options.metadata_only
+        graph = store.call_graph() if chunk.kind == "code" else None
         hits.append(
             SearchHit(
                 id=chunk.id,
@@ -141,6 +150,12 @@ def search(
                 commit=chunk.commit,
                 stale=stale_for(chunk.path),
                 explain=_explain(candidate) if options.explain else None,
+                language=chunk.language or None,
+                symbol=chunk.symbol or None,
+                symbol_kind=chunk.symbol_kind or None,
+                parent=chunk.parent or None,
+                calls=graph.calls(chunk) if graph else None,
+                called_by=graph.called_by(chunk) if graph else None,
             )
         )
     kept, used, left_out = pack(hits, options.budget, embedder.count_tokens)
@@ -152,7 +167,7 @@ def search(
         omitted=left_out + max(0, len(above) - options.k),
         threshold=options.threshold,
         full_threshold=options.full_threshold,
-        model=store.manifest.model_id,
+        model=sources[0][0].manifest.model_id if sources else "",
     )
 
 

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from .callgraph import CallGraph
 from .errors import IndexCorruptError, IndexIncompatibleError, IndexNotFoundError
 from .fs import atomic_write, file_lock, fsync_dir
 from .records import Chunk, FileProblem
@@ -72,12 +73,22 @@ def lock_path(root: Path) -> Path:
 def _chunk_to_json(chunk: Chunk) -> dict[str, Any]:
     data = asdict(chunk)
     data["tags"] = list(chunk.tags)
+    data["decorators"] = list(chunk.decorators)
+    data["calls"] = list(chunk.calls)
     del data["embed_text"]  # re-derivable, and the largest field
     return data
 
 
 def _chunk_from_json(data: dict[str, Any]) -> Chunk:
-    return Chunk(**{**data, "tags": tuple(data.get("tags", ())), "embed_text": ""})
+    return Chunk(
+        **{
+            **data,
+            "tags": tuple(data.get("tags", ())),
+            "decorators": tuple(data.get("decorators", ())),
+            "calls": tuple(data.get("calls", ())),
+            "embed_text": "",
+        }
+    )
 
 
 def _usearch_index() -> Any:  # noqa: ANN401 - the usearch.index.Index class
@@ -132,6 +143,7 @@ class IndexStore:
         self.files = files  # path -> content hash of the file as indexed
         self.stats: dict[str, list[int]] = {}  # path -> [mtime_ns, size] when it was read
         self.generation = ""  # changes with every write: derived indexes (lexical) sync against it
+        self._call_graph: CallGraph | None = None
         self._vectors_path = self.paths(root, kind)[0]
 
     # ---- reading -------------------------------------------------------------------------------------------
@@ -202,6 +214,12 @@ class IndexStore:
         if index is None or index.ndim != dims or len(index) != count:
             raise IndexCorruptError(f"{path}: vector index does not match its metadata; run `knowledge reindex-all`")
         return index
+
+    def call_graph(self) -> CallGraph:
+        """The call graph of this store's code chunks, built once per opened store."""
+        if self._call_graph is None:
+            self._call_graph = CallGraph(list(self.chunks.values()))
+        return self._call_graph
 
     def file_changed(self, path: str) -> bool:
         """True when `path` on disk is no longer what was indexed (edited, deleted or unreadable)."""

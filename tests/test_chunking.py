@@ -1,4 +1,4 @@
-from knowledge.chunking import chunk_source
+from knowledge.chunking.markdown import chunk_markdown
 from knowledge.records import SourceFile
 
 
@@ -7,7 +7,7 @@ def words(text):
 
 
 def chunk(text, path="docs/a.md", max_tokens=384):
-    return chunk_source(SourceFile(path, "doc", text, "h"), max_tokens, words)
+    return chunk_markdown(SourceFile(path, "doc", text, "h"), max_tokens, words)
 
 
 DOC = """---

@@ -47,6 +47,12 @@ def test_reindex_then_search_json_schema(docs_repo):
         "commit",
         "stale",
         "explain",
+        "language",
+        "symbol",
+        "symbol_kind",
+        "parent",
+        "calls",
+        "called_by",
     }
     assert top["id"] == "docs/search.md#token-budget"
     assert top["section"] == "Searching > Token budget"
@@ -135,7 +141,7 @@ def test_bad_inputs_are_reported_one_line_each_and_the_rest_is_indexed(docs_repo
     assert "too large" in line_for("huge.md")
     assert any("no `description`" in line and "knowledge lint" in line for line in lines)
     status = json.loads(run(docs_repo, "status", "--json").stdout)
-    assert status["files"] == 3 + 4  # fixtures + badyaml, empty, noheadings, nodesc
+    assert status["kinds"]["docs"]["files"] == 3 + 4  # fixtures + badyaml, empty, noheadings, nodesc
     data = json.loads(run(docs_repo, "search", "just words without any heading", "--json", "--threshold", "0").stdout)
     assert data["results"][0]["path"] == "docs/noheadings.md"
     data = json.loads(run(docs_repo, "search", "still indexed bad yaml", "--json", "--threshold", "0").stdout)
@@ -158,7 +164,7 @@ def test_gitignored_and_excluded_files_are_not_indexed(docs_repo):
     git(docs_repo, "config", "user.name", "x")
     run(docs_repo, "reindex-all")
     status = json.loads(run(docs_repo, "status", "--json").stdout)
-    assert status["files"] == 3  # hooks, search, untracked
+    assert status["kinds"]["docs"]["files"] == 3  # hooks, search, untracked
 
 
 def test_folder_outside_git_honours_gitignore(tmp_path):
@@ -166,7 +172,7 @@ def test_folder_outside_git_honours_gitignore(tmp_path):
     shutil.copytree(FIXTURES, root / "docs")
     (root / ".gitignore").write_text("docs/install.md\n")
     run(root, "reindex-all")
-    assert json.loads(run(root, "status", "--json").stdout)["files"] == 2
+    assert json.loads(run(root, "status", "--json").stdout)["kinds"]["docs"]["files"] == 2
 
 
 def test_empty_query_is_an_error(docs_repo):

@@ -222,6 +222,13 @@ def _run_from_hook(ctx: click.Context, hook: str) -> None:
 @click.option("--metadata-only", is_flag=True, help="Never include content: paths, titles, sections, lines.")
 @click.option("--json", "as_json", is_flag=True, help="Print the versioned JSON schema (docs/json-output.md).")
 @click.option("--build", is_flag=True, help="Build the index first if there is none.")
+@click.option(
+    "--kind",
+    type=click.Choice(["all", "docs", "code"]),
+    default="all",
+    show_default=True,
+    help="Search docs, code, or both (merged by fused rank).",
+)
 @click.option("--explain", is_flag=True, help="Show each result's dense and lexical scores, ranks and fused score.")
 @click.option("--remote", metavar="URL", help="Ask a `knowledge serve` at URL (token from KNOWLEDGE_TOKEN).")
 @click.pass_context
@@ -235,6 +242,7 @@ def search_command(
     metadata_only: bool,
     as_json: bool,
     build: bool,
+    kind: str,
     explain: bool,
     remote: str | None,
 ) -> None:
@@ -279,6 +287,7 @@ def search_command(
         budget=budget,
         metadata_only=metadata_only,
         explain=explain,
+        kind=kind,
     )
     if as_json:
         click.echo(json.dumps(search_to_dict(response), ensure_ascii=False, indent=2))

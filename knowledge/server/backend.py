@@ -65,8 +65,8 @@ class LocalBackend:
 
     def search(self, params: dict[str, Any]) -> dict[str, Any]:
         kind = params.get("kind", "all")
-        if kind not in {"docs", "all"}:
-            raise KnowledgeError(f"kind: {kind!r} is not indexed yet; use 'docs' or 'all'")
+        if kind not in {"docs", "code", "all"}:
+            raise KnowledgeError(f"kind: {kind!r} is not one of all, docs, code")
         response = self.kb.search(
             _str(params, "query") or "",
             k=_int(params, "k", 1, MAX_K),
@@ -75,6 +75,7 @@ class LocalBackend:
             budget=_int(params, "budget", 1, MAX_BUDGET),
             metadata_only=bool(params.get("metadata_only", False)),
             explain=bool(params.get("explain", False)),
+            kind=kind,
         )
         return search_to_dict(response)
 

@@ -1,0 +1,49 @@
+"""Best-effort call graph over code chunks: call sites resolved by name within the repository."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from .records import Chunk
+
+MAX_EDGES = 20
+
+
+def _ref(chunk: Chunk) -> dict[str, str | int]:
+    name = f"{chunk.parent}.{chunk.symbol}" if chunk.parent else chunk.symbol
+    return {"name": name, "path": chunk.path, "line": chunk.line_start}
+
+
+class CallGraph:
+    """Who calls what, from each entity's call names; a name resolves to every entity with that name, same file and
+    same language first. Names no entity defines (library calls) are dropped."""
+
+    def __init__(self, chunks: list[Chunk]) -> None:
+        self._by_name: dict[str, list[Chunk]] = defaultdict(list)
+        self._callers: dict[str, list[Chunk]] = defaultdict(list)
+        for chunk in chunks:
+            if chunk.symbol and chunk.symbol_kind and "~" not in chunk.id.rsplit("#", 1)[-1]:
+                self._by_name[chunk.symbol].append(chunk)
+            for name in set(chunk.calls):
+                if "~" not in chunk.id.rsplit("#", 1)[-1]:
+                    self._callers[name].append(chunk)
+
+    def _rank(self, origin: Chunk, chunks: list[Chunk]) -> list[Chunk]:
+        return sorted(
+            chunks, key=lambda c: (c.path != origin.path, c.language != origin.language, c.path, c.line_start)
+        )
+
+    def calls(self, chunk: Chunk) -> tuple[dict[str, str | int], ...]:
+        found = [
+            target
+            for name in chunk.calls
+            for target in self._rank(chunk, self._by_name.get(name, []))[:3]
+            if target.id != chunk.id
+        ]
+        return tuple(_ref(c) for c in found[:MAX_EDGES])
+
+    def called_by(self, chunk: Chunk) -> tuple[dict[str, str | int], ...]:
+        if not chunk.symbol or not chunk.symbol_kind:
+            return ()
+        callers = [c for c in self._rank(chunk, self._callers.get(chunk.symbol, [])) if c.id != chunk.id]
+        return tuple(_ref(c) for c in callers[:MAX_EDGES])

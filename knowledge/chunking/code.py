@@ -1,0 +1,436 @@
+"""Source code: one chunk per function, method and class (tree-sitter), line chunks for everything else.
+
+The only module importing tree-sitter. Each entity keeps its name, kind, parent class, decorators, whether it is
+exported, its exact 1-based line range and the names it calls. Entities over the token limit are split with their
+name and parent kept; a class whose methods are chunks of their own is chunked as its header. Files in other
+languages, and files that do not parse, fall back to line windows sized in model tokens.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath
+from typing import Any
+
+from ..records import Chunk, FileProblem, SourceFile
+
+CODE_CHUNKER_VERSION = 1
+OVERLAP_LINES = 2
+
+
+@dataclass(frozen=True, slots=True)
+class LanguageSpec:
+    name: str
+    module: str  # the tree-sitter grammar package
+    function: str  # its function returning the language pointer
+    entities: dict[str, str]  # node type -> kind ("function", "class", ...)
+    calls: tuple[str, ...]  # call node types
+    exported: Callable[[Any, str, bytes], bool | None] = lambda node, name, src: None
+
+
+def _has_child(node: Any, types: set[str], text: bytes | None = None, src: bytes = b"") -> bool:  # noqa: ANN401
+    for child in node.children:
+        if child.type in types and (text is None or text in src[child.start_byte : child.end_byte]):
+            return True
+    return False
+
+
+def _js_exported(node: Any, name: str, src: bytes) -> bool:  # noqa: ANN401
+    return node.parent is not None and node.parent.type == "export_statement"
+
+
+JS_ENTITIES = {
+    "function_declaration": "function",
+    "generator_function_declaration": "function",
+    "class_declaration": "class",
+    "method_definition": "method",
+    "arrow_function": "function",
+    "function_expression": "function",
+}
+TS_ENTITIES = {
+    **JS_ENTITIES,
+    "interface_declaration": "interface",
+    "abstract_class_declaration": "class",
+    "enum_declaration": "enum",
+}
+C_ENTITIES = {"function_definition": "function", "struct_specifier": "struct"}
+
+LANGUAGES: dict[str, LanguageSpec] = {
+    ".py": LanguageSpec(
+        "python",
+        "tree_sitter_python",
+        "language",
+        {"function_definition": "function", "class_definition": "class"},
+        ("call",),
+        lambda node, name, src: not name.startswith("_"),
+    ),
+    ".js": LanguageSpec(
+        "javascript",
+        "tree_sitter_javascript",
+        "language",
+        JS_ENTITIES,
+        ("call_expression", "new_expression"),
+        _js_exported,
+    ),
+    ".mjs": LanguageSpec(
+        "javascript",
+        "tree_sitter_javascript",
+        "language",
+        JS_ENTITIES,
+        ("call_expression", "new_expression"),
+        _js_exported,
+    ),
+    ".cjs": LanguageSpec(
+        "javascript",
+        "tree_sitter_javascript",
+        "language",
+        JS_ENTITIES,
+        ("call_expression", "new_expression"),
+        _js_exported,
+    ),
+    ".jsx": LanguageSpec(
+        "jsx", "tree_sitter_javascript", "language", JS_ENTITIES, ("call_expression", "new_expression"), _js_exported
+    ),
+    ".ts": LanguageSpec(
+        "typescript",
+        "tree_sitter_typescript",
+        "language_typescript",
+        TS_ENTITIES,
+        ("call_expression", "new_expression"),
+        _js_exported,
+    ),
+    ".tsx": LanguageSpec(
+        "tsx",
+        "tree_sitter_typescript",
+        "language_tsx",
+        TS_ENTITIES,
+        ("call_expression", "new_expression"),
+        _js_exported,
+    ),
+    ".go": LanguageSpec(
+        "go",
+        "tree_sitter_go",
+        "language",
+        {"function_declaration": "function", "method_declaration": "method", "type_spec": "type"},
+        ("call_expression",),
+        lambda node, name, src: name[:1].isupper(),
+    ),
+    ".rs": LanguageSpec(
+        "rust",
+        "tree_sitter_rust",
+        "language",
+        {
+            "function_item": "function",
+            "struct_item": "struct",
+            "enum_item": "enum",
+            "trait_item": "trait",
+            "impl_item": "impl",
+            "function_signature_item": "function",
+        },
+        ("call_expression", "macro_invocation"),
+        lambda node, name, src: _has_child(node, {"visibility_modifier"}),
+    ),
+    ".java": LanguageSpec(
+        "java",
+        "tree_sitter_java",
+        "language",
+        {
+            "class_declaration": "class",
+            "interface_declaration": "interface",
+            "enum_declaration": "enum",
+            "method_declaration": "method",
+            "constructor_declaration": "constructor",
+            "record_declaration": "class",
+        },
+        ("method_invocation", "object_creation_expression"),
+        lambda node, name, src: _has_child(node, {"modifiers"}, b"public", src),
+    ),
+    ".c": LanguageSpec(
+        "c",
+        "tree_sitter_c",
+        "language",
+        C_ENTITIES,
+        ("call_expression",),
+        lambda node, name, src: not _has_child(node, {"storage_class_specifier"}, b"static", src),
+    ),
+    ".h": LanguageSpec(
+        "c",
+        "tree_sitter_c",
+        "language",
+        C_ENTITIES,
+        ("call_expression",),
+        lambda node, name, src: not _has_child(node, {"storage_class_specifier"}, b"static", src),
+    ),
+}
+for _ext in (".cc", ".cpp", ".cxx", ".hpp", ".hh", ".hxx"):
+    LANGUAGES[_ext] = LanguageSpec(
+        "cpp",
+        "tree_sitter_cpp",
+        "language",
+        {**C_ENTITIES, "class_specifier": "class"},
+        ("call_expression",),
+        lambda node, name, src: not _has_child(node, {"storage_class_specifier"}, b"static", src),
+    )
+CONTAINERS = {"class", "interface", "struct", "trait", "impl", "enum", "type"}
+_PARSERS: dict[str, Any] = {}
+
+
+@dataclass(slots=True)
+class Entity:
+    name: str
+    kind: str
+    parent: str
+    start: int  # 0-based line
+    end: int  # 0-based line, inclusive
+    decorators: tuple[str, ...] = ()
+    exported: bool | None = None
+    calls: set[str] = field(default_factory=set)
+    children: list[Entity] = field(default_factory=list)
+
+
+def language_of(path: str) -> LanguageSpec | None:
+    return LANGUAGES.get(PurePosixPath(path).suffix.lower())
+
+
+def _parser(spec: LanguageSpec) -> Any:  # noqa: ANN401 - tree_sitter.Parser
+    key = f"{spec.module}.{spec.function}"
+    if key not in _PARSERS:
+        import tree_sitter
+
+        module = importlib.import_module(spec.module)
+        _PARSERS[key] = tree_sitter.Parser(tree_sitter.Language(getattr(module, spec.function)()))
+    return _PARSERS[key]
+
+
+def _text(node: Any, src: bytes) -> str:  # noqa: ANN401
+    return src[node.start_byte : node.end_byte].decode("utf-8", errors="replace")
+
+
+def _name(node: Any, src: bytes) -> str:  # noqa: ANN401
+    named = node.child_by_field_name("name")
+    if named is not None:
+        return _text(named, src)
+    if node.type in {"arrow_function", "function_expression"} and node.parent is not None:
+        holder = node.parent  # const name = () => …  /  name: function () …
+        target = holder.child_by_field_name("name") or holder.child_by_field_name("key")
+        return _text(target, src) if target is not None else ""
+    if node.type == "impl_item":
+        kind = node.child_by_field_name("type")
+        return _text(kind, src) if kind is not None else ""
+    declarator = node.child_by_field_name("declarator")
+    while declarator is not None:  # C/C++: int *f(int) -> f; A::b -> A::b
+        if declarator.type in {
+            "identifier",
+            "field_identifier",
+            "qualified_identifier",
+            "destructor_name",
+            "operator_name",
+        }:
+            return _text(declarator, src)
+        declarator = declarator.child_by_field_name("declarator")
+    return ""
+
+
+def _callee(node: Any, src: bytes) -> str:  # noqa: ANN401
+    target = (
+        node.child_by_field_name("function")
+        or node.child_by_field_name("name")
+        or node.child_by_field_name("macro")
+        or node.child_by_field_name("constructor")
+        or node.child_by_field_name("type")
+    )
+    if target is None:
+        return ""
+    for field_name in ("property", "field", "attribute", "name"):  # obj.method() -> method
+        inner = target.child_by_field_name(field_name)
+        if inner is not None and target.type not in {"identifier"}:
+            return _text(inner, src)
+    return _text(target, src).split("::")[-1].split(".")[-1]
+
+
+def _walk(node: Any, spec: LanguageSpec, src: bytes, parent: Entity | None, out: list[Entity]) -> None:  # noqa: ANN401
+    kind = spec.entities.get(node.type)
+    entity = None
+    if kind is not None:
+        name = _name(node, src)
+        anonymous_callback = node.type in {"arrow_function", "function_expression"} and not name
+        if name and not anonymous_callback:
+            if parent is not None and kind == "function" and parent.kind in CONTAINERS:
+                kind = "method"
+            if node.type == "method_declaration" and spec.name == "go":
+                receiver = node.child_by_field_name("receiver")
+                owner = _text(receiver, src).strip("()").split()[-1].lstrip("*") if receiver is not None else ""
+                parent_name = owner
+            else:
+                parent_name = parent.name if parent is not None else ""
+            if "::" in name and not parent_name:  # C++ out-of-class definition A::m
+                parent_name, name = name.rsplit("::", 1)
+                kind = "method"
+            start_node = (
+                node.parent
+                if node.parent is not None and node.parent.type in {"decorated_definition", "export_statement"}
+                else node
+            )
+            decorators = (
+                tuple(_text(child, src) for child in start_node.children if child.type == "decorator")
+                if start_node is not node
+                else ()
+            )
+            if node.type in {"arrow_function", "function_expression"} and node.parent is not None:
+                holder = node.parent.parent if node.parent.parent is not None else node.parent
+                start_node = (
+                    holder.parent if holder.parent is not None and holder.parent.type == "export_statement" else holder
+                )
+            entity = Entity(
+                name=name,
+                kind=kind,
+                parent=parent_name,
+                start=start_node.start_point[0],
+                end=node.end_point[0],
+                decorators=decorators,
+                exported=spec.exported(node, name, src),
+            )
+            (parent.children if parent is not None else out).append(entity)
+    if node.type in spec.calls:
+        owner = entity or parent
+        callee = _callee(node, src)
+        if owner is not None and callee:
+            owner.calls.add(callee)
+    for child in node.children:
+        _walk(child, spec, src, entity or parent, out)
+
+
+def _flatten(entities: list[Entity]) -> list[Entity]:
+    out: list[Entity] = []
+    for entity in entities:
+        out.append(entity)
+        out.extend(_flatten(entity.children))
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedCode:
+    chunks: list[Chunk]
+    problems: list[FileProblem]
+
+
+def _numbered(lines: list[str], start: int) -> str:
+    return "\n".join(f"{start + n + 1}: {line}" for n, line in enumerate(lines))
+
+
+def _line_windows(
+    first: int, last: int, lines: list[str], limit: int, count_tokens: Callable[[str], int]
+) -> list[tuple[int, int]]:
+    """Inclusive [start, end] windows of lines first..last within `limit` tokens, overlapping OVERLAP_LINES."""
+    windows: list[tuple[int, int]] = []
+    start = first
+    while start <= last:
+        end, used = start, 0
+        while end <= last:
+            cost = count_tokens(lines[end]) + 4  # the line number prefix
+            if used + cost > limit and end > start:
+                break
+            used += cost
+            end += 1
+        windows.append((start, end - 1))
+        if end > last:
+            break
+        start = max(start + 1, end - OVERLAP_LINES)
+    return windows
+
+
+def chunk_code(source: SourceFile, max_tokens: int, count_tokens: Callable[[str], int]) -> ParsedCode:
+    """Entity chunks for a supported language, line chunks otherwise or on a parse error."""
+    lines = source.text.split("\n")
+    spec = language_of(source.path)
+    language = spec.name if spec else PurePosixPath(source.path).suffix.lstrip(".") or "text"
+    problems: list[FileProblem] = []
+    entities: list[Entity] = []
+    if spec is not None:
+        src = source.text.encode("utf-8")
+        tree = _parser(spec).parse(src)
+        if tree.root_node.has_error:
+            bad = _first_error(tree.root_node)
+            problems.append(FileProblem(source.path, f"syntax error near line {bad}; indexed as line chunks"))
+        else:
+            _walk(tree.root_node, spec, src, None, entities)
+    chunks: list[Chunk] = []
+    used_ids: set[str] = set()
+    covered = [False] * len(lines)
+
+    def emit(entity: Entity | None, start: int, end: int, kind: str) -> None:
+        name = entity.name if entity else ""
+        parent = entity.parent if entity else ""
+        header = f"{source.path} ({language}) {kind} {name}" + (f" in {parent}" if parent else "") + "\n"
+        budget = max(32, max_tokens - count_tokens(header) - 2)
+        windows = _line_windows(start, end, lines, budget, count_tokens)
+        qualified = f"{parent}.{name}" if parent else name
+        base = f"{source.path}#{qualified or f'L{start + 1}'}"
+        for part, (first, last) in enumerate(windows):
+            chunk_id = base if part == 0 else f"{base}~{part + 1}"
+            suffix = 2
+            while chunk_id in used_ids:
+                chunk_id = f"{base}-{suffix}" + (f"~{part + 1}" if part else "")
+                suffix += 1
+            used_ids.add(chunk_id)
+            body = lines[first : last + 1]
+            embed_text = header + _numbered(body, first)
+            chunks.append(
+                Chunk(
+                    id=chunk_id,
+                    path=source.path,
+                    kind="code",
+                    title=qualified or PurePosixPath(source.path).name,
+                    description="",
+                    section=kind,
+                    line_start=first + 1,
+                    line_end=last + 1,
+                    content="\n".join(body),
+                    embed_text=embed_text,
+                    content_hash=hashlib.sha256(embed_text.encode("utf-8")).hexdigest(),
+                    language=language,
+                    symbol=name,
+                    symbol_kind=kind if entity else "",
+                    parent=parent,
+                    decorators=entity.decorators if entity else (),
+                    exported=entity.exported if entity else None,
+                    calls=tuple(sorted(entity.calls)) if entity else (),
+                )
+            )
+
+    for entity in _flatten(entities):
+        end = entity.end
+        if entity.children and entity.kind in CONTAINERS:
+            end = max(entity.start, min(child.start for child in entity.children) - 1)  # the header only
+        emit(entity, entity.start, end, entity.kind)
+        for line in range(entity.start, entity.end + 1):
+            covered[line] = True
+    gap_start = None
+    for line in range(len(lines) + 1):
+        inside_gap = line < len(lines) and not covered[line]
+        if inside_gap and gap_start is None:
+            gap_start = line
+        elif not inside_gap and gap_start is not None:
+            first, last = gap_start, line - 1
+            while first <= last and not lines[first].strip():
+                first += 1
+            while last >= first and not lines[last].strip():
+                last -= 1
+            if first <= last:
+                emit(None, first, last, "module" if spec is not None and not problems else "lines")
+            gap_start = None
+    chunks.sort(key=lambda c: (c.line_start, c.line_end))
+    return ParsedCode(chunks, problems)
+
+
+def _first_error(node: Any) -> int:  # noqa: ANN401
+    stack = [node]
+    while stack:
+        current = stack.pop(0)
+        if current.type == "ERROR" or current.is_missing:
+            return current.start_point[0] + 1
+        stack.extend(current.children)
+    return node.start_point[0] + 1

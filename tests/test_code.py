@@ -1,0 +1,202 @@
+"""Code chunks in ten languages, the call graph, hybrid ranking of exact names, and incremental code updates."""
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from knowledge.chunking.code import chunk_code
+from knowledge.cli import cli
+from knowledge.kb import KnowledgeBase
+from knowledge.records import SourceFile
+from knowledge.store import IndexStore
+
+from .conftest import HashingEmbedder, commit
+
+FIXTURES = Path(__file__).parent / "fixtures" / "code"
+
+
+def words(text):
+    return len(text.split())
+
+
+def entities(name, max_tokens=256):
+    path = FIXTURES / name
+    parsed = chunk_code(SourceFile(f"src/{name}", "code", path.read_text(), "h"), max_tokens, words)
+    return parsed, {(c.symbol_kind, c.parent, c.symbol): (c.line_start, c.line_end) for c in parsed.chunks if c.symbol}
+
+
+EXPECTED = {
+    "app.py": {
+        ("function", "", "reindex_changes"): (6, 8),
+        ("function", "", "normalize"): (11, 12),
+        ("class", "", "HookWriter"): (15, 17),
+        ("method", "HookWriter", "render"): (18, 20),
+        ("method", "HookWriter", "_write"): (22, 23),
+    },
+    "web.js": {
+        ("function", "", "fetchUser"): (3, 5),
+        ("class", "", "Cache"): (7, 7),
+        ("method", "Cache", "get"): (8, 10),
+        ("function", "", "double"): (13, 13),
+    },
+    "view.jsx": {("function", "", "Button"): (1, 3)},
+    "service.ts": {
+        ("interface", "", "User"): (1, 3),
+        ("class", "", "UserService"): (5, 5),
+        ("method", "UserService", "find"): (6, 8),
+        ("function", "", "lookup"): (11, 13),
+    },
+    "panel.tsx": {("function", "", "Panel"): (1, 3)},
+    "server.go": {
+        ("type", "", "Server"): (3, 5),
+        ("method", "Server", "Start"): (7, 9),
+        ("function", "", "listen"): (11, 13),
+    },
+    "lib.rs": {("struct", "", "Index"): (1, 3), ("method", "Index", "add"): (6, 8), ("function", "", "grow"): (11, 13)},
+    "Store.java": {
+        ("class", "", "Store"): (1, 1),
+        ("method", "Store", "save"): (2, 4),
+        ("method", "Store", "validate"): (6, 7),
+    },
+    "hash.c": {("function", "", "mix"): (3, 5), ("function", "", "hash"): (7, 9)},
+    "tree.cpp": {("class", "", "Tree"): (2, 3), ("method", "Tree", "depth"): (4, 4), ("function", "", "walk"): (8, 10)},
+}
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_entities_names_parents_and_line_ranges(name):
+    parsed, found = entities(name)
+    assert parsed.problems == []
+    for key, lines in EXPECTED[name].items():
+        assert found.get(key) == lines, (key, found)
+    languages = {c.language for c in parsed.chunks}
+    assert len(languages) == 1
+
+
+def test_metadata_decorators_exports_and_calls():
+    parsed, _ = entities("app.py")
+    by_symbol = {c.symbol: c for c in parsed.chunks if c.symbol}
+    assert by_symbol["render"].decorators == ("@staticmethod",)
+    assert by_symbol["_write"].exported is False
+    assert by_symbol["reindex_changes"].exported is True
+    assert by_symbol["reindex_changes"].calls == ("normalize",)
+    assert '1: """A small Python module."""' in parsed.chunks[0].embed_text
+    assert parsed.chunks[0].embed_text.startswith("src/app.py (python)")
+    java, _ = entities("Store.java")
+    assert {c.symbol: c.exported for c in java.chunks if c.symbol} == {"Store": True, "save": True, "validate": False}
+    go, _ = entities("server.go")
+    assert {c.symbol: c.exported for c in go.chunks if c.symbol} == {"Server": True, "Start": True, "listen": False}
+
+
+def test_every_line_is_covered_once_by_entities_or_line_chunks():
+    for path in FIXTURES.iterdir():
+        parsed, _ = entities(path.name)
+        lines = path.read_text().split("\n")
+        covered = set()
+        for chunk in parsed.chunks:
+            covered |= set(range(chunk.line_start, chunk.line_end + 1))
+        nonblank = {n + 1 for n, line in enumerate(lines) if line.strip() and line.strip() not in {"}", "};"}}
+        assert nonblank <= covered, (path.name, sorted(nonblank - covered))
+
+
+def test_syntax_error_falls_back_to_line_chunks():
+    parsed, found = entities("broken.py")
+    assert found == {}
+    assert [p.problem for p in parsed.problems] == ["syntax error near line 4; indexed as line chunks"]
+    assert [(c.line_start, c.line_end, c.symbol_kind) for c in parsed.chunks] == [(1, 5, "")]
+
+
+def test_oversized_function_is_split_keeping_name_and_parent():
+    body = "\n".join(f"        value_{n} = compute({n})" for n in range(120))
+    source = SourceFile("big.py", "code", f"class Big:\n    def run(self):\n{body}\n", "h")
+    parsed = chunk_code(source, 64, words)
+    parts = [c for c in parsed.chunks if c.symbol == "run"]
+    assert len(parts) > 3
+    assert all(c.parent == "Big" and c.symbol_kind == "method" for c in parts)
+    assert parts[0].id == "big.py#Big.run"
+    assert parts[1].id == "big.py#Big.run~2"
+    assert all(words(c.embed_text) <= 64 for c in parts)
+
+
+def kb_for(root):
+    return KnowledgeBase.open(root, embedder_factory=lambda s: HashingEmbedder())
+
+
+@pytest.fixture
+def code_repo(git_repo):
+    files = {f"src/{p.name}": p.read_text() for p in FIXTURES.iterdir()}
+    files["docs/guide.md"] = "---\ndescription: guide\n---\n# Guide\n\nCall normalize on every path first.\n"
+    commit(git_repo, files)
+    report = kb_for(git_repo).reindex_all()
+    assert [str(p) for p in report.warnings] == ["src/broken.py: syntax error near line 4; indexed as line chunks"]
+    return git_repo
+
+
+def test_exact_function_name_ranks_first(code_repo):
+    for name, expected in [
+        ("reindex_changes", "src/app.py#reindex_changes"),
+        ("fetchUser", "src/web.js#fetchUser"),
+        ("UserService.find", "src/service.ts#UserService.find"),
+    ]:
+        response = kb_for(code_repo).search(f"where is {name} used", threshold=0.5, explain=True)
+        assert response.results[0].id == expected, [h.id for h in response.results]
+        assert response.results[0].explain["exact_identifier"] is True
+
+
+def test_code_results_carry_symbols_and_call_graph(code_repo):
+    hits = kb_for(code_repo).search("normalize path", kind="code", threshold=0.0).results
+    assert {h.kind for h in hits} == {"code"}
+    top = next(h for h in hits if h.symbol == "normalize")
+    assert (top.language, top.symbol_kind, top.parent) == ("python", "function", None)
+    assert {"name": "reindex_changes", "path": "src/app.py", "line": 6} in top.called_by
+    caller = kb_for(code_repo).search("reindex_changes", kind="code", threshold=0.0).results[0]
+    assert {"name": "normalize", "path": "src/app.py", "line": 11} in caller.calls
+    docs_only = kb_for(code_repo).search("normalize path", kind="docs", threshold=0.0).results
+    assert {h.kind for h in docs_only} == {"doc"}
+
+
+def test_editing_one_function_reembeds_only_its_chunk(code_repo):
+    text = (FIXTURES / "app.py").read_text().replace("return os.path.normpath(path)", "return os.path.abspath(path)")
+    commit(code_repo, {"src/app.py": text})
+    report = kb_for(code_repo).reindex_changes()
+    assert report.files_indexed == 1
+    assert report.chunks_embedded == 1
+    ids = sorted((c.id, c.content_hash) for c in IndexStore.open(code_repo, "code").chunks.values())
+    kb_for(code_repo).reindex_all()
+    assert ids == sorted((c.id, c.content_hash) for c in IndexStore.open(code_repo, "code").chunks.values())
+
+
+def test_generated_and_vendored_files_are_excluded(git_repo):
+    commit(
+        git_repo,
+        {
+            "src/a.py": "def a():\n    return 1\n",
+            "node_modules/x/index.js": "function x() {}\n",
+            "web/app.min.js": "function m(){}\n",
+            "api_pb2.py": "X = 1\n",
+            "Cargo.lock": "[x]\n",
+        },
+    )
+    kb_for(git_repo).reindex_all()
+    assert set(IndexStore.open(git_repo, "code").files) == {"src/a.py"}
+
+
+def test_cli_kind_and_explain(code_repo):
+    result = CliRunner().invoke(
+        cli,
+        ["-C", str(code_repo), "search", "fetchUser", "--kind", "code", "--json", "--explain"],
+        obj={"embedder_factory": lambda s: HashingEmbedder()},
+    )
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["results"][0]["symbol"] == "fetchUser"
+    assert set(data["results"][0]["explain"]) == {
+        "dense_score",
+        "dense_rank",
+        "lexical_score",
+        "lexical_rank",
+        "exact_identifier",
+        "fused_score",
+    }
