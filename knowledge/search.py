@@ -22,11 +22,15 @@ CANDIDATE_FLOOR = 50
 
 @dataclass(frozen=True, slots=True)
 class FusionParams:
-    """Reciprocal rank fusion: each list adds weight / (k + rank); tuned on the dev splits (bench/fusion.py)."""
+    """Reciprocal rank fusion: each list adds weight / (k + rank).
 
-    k: int = 60
+    k=5 and lexical weight 0.6 had the best mean nDCG@10 over SciFact train and CoSQA dev for both models
+    (bench/fusion.py, docs/benchmarks.md); test splits were never used for tuning.
+    """
+
+    k: int = 5
     dense_weight: float = 1.0
-    lexical_weight: float = 1.0
+    lexical_weight: float = 0.6
     exact_boost: float = 1.0  # in units of a first-rank vote, for chunks holding an identifier from the query
 
 
