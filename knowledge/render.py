@@ -78,7 +78,14 @@ def status_to_text(status: IndexStatus) -> str:
     lines = [
         f"root:       {status.root}",
         f"model:      {status.model}, {status.dims} dims",
-        f"indexed:    {status.files} files, {status.chunks} chunks",
+        f"indexed:    {status.files} files, {status.chunks} chunks"
+        + (
+            " ("
+            + ", ".join(f"{kind}: {n['files']} files, {n['chunks']} chunks" for kind, n in status.kinds.items())
+            + ")"
+            if status.kinds
+            else ""
+        ),
         f"built:      {status.built_at} ({_age(status.age_seconds or 0)} ago)",
         f"thresholds: similarity {status.thresholds.get('threshold')}, "
         f"full content {status.thresholds.get('full_threshold')}",
