@@ -167,6 +167,8 @@ def load_settings(
     values: dict[str, Any] = {"home": user_cache_dir()}
     sources: dict[str, str] = {f.name: "default" for f in fields(Settings)}
     for key, value in _read_file(root).items():
+        if key == "code_exclude":  # adds to the generated/vendored defaults rather than replacing them
+            value = DEFAULT_CODE_EXCLUDE + tuple(value)
         values[key], sources[key] = value, CONFIG_FILE
     for key, names in ENV_VARS.items():
         for name in reversed(names):  # the first name wins, so apply it last

@@ -76,7 +76,7 @@ def _chunk_files(
             out.skipped.append(FileProblem(rel, f"could not be chunked: {type(exc).__name__}: {exc}"))
             continue
         out.warnings.extend(parsed.problems)
-        if not parsed.chunks:
+        if not parsed.chunks and kind == "docs":
             out.warnings.append(FileProblem(rel, "empty: no text to index"))
         if parsed.undescribed:
             out.undescribed.append(rel)
