@@ -29,3 +29,10 @@ def test_unknown_key_names_the_file_and_key(tmp_path):
 def test_bad_env_value_is_named(tmp_path):
     with pytest.raises(ConfigError, match="SEARCH_CONTEXT_TOKEN_LIMIT: budget: invalid value 'lots'"):
         load_settings(tmp_path, {}, {"SEARCH_CONTEXT_TOKEN_LIMIT": "lots"})
+
+
+def test_code_exclude_adds_to_the_generated_and_vendored_defaults(tmp_path):
+    (tmp_path / "knowledge.toml").write_text('code_exclude = ["legacy/**"]\n')
+    settings, _ = load_settings(tmp_path, {}, {})
+    assert "legacy/**" in settings.code_exclude
+    assert "**/node_modules/**" in settings.code_exclude
