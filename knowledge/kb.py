@@ -219,6 +219,7 @@ class KnowledgeBase:
         metadata_only: bool = False,
         explain: bool = False,
         kind: str = "all",
+        expand: bool = False,
     ) -> SearchResponse:
         """Ranked doc sections for `query`; None arguments fall back to settings, then to the index's calibration."""
         if not query.strip():
@@ -242,6 +243,7 @@ class KnowledgeBase:
             ),
             budget=budget or self.settings.budget,
             explain=explain,
+            expand=expand,
             metadata_only=metadata_only,
         )
         sources = [(store, self._lexical(store)) for store in stores]

@@ -45,6 +45,7 @@ class SearchOptions:
     budget: int
     metadata_only: bool = False
     explain: bool = False
+    expand: bool = False  # add the top code hit's callers and callees after the results, as the budget allows
     fusion: FusionParams = field(default_factory=FusionParams)
 
 
@@ -162,6 +163,8 @@ def search(
                 called_by=graph.called_by(chunk) if graph else None,
             )
         )
+    if options.expand:
+        hits.extend(_neighbours(hits, [store for store, _ in sources], options))
     kept, used, left_out = pack(hits, options.budget, embedder.count_tokens)
     return SearchResponse(
         query=query,
@@ -173,6 +176,45 @@ def search(
         full_threshold=options.full_threshold,
         model=sources[0][0].manifest.model_id if sources else "",
     )
+
+
+def _neighbours(hits: list[SearchHit], stores: list[IndexStore], options: SearchOptions) -> list[SearchHit]:
+    """The entities the top code hit calls and is called by, full text unless metadata-only was asked."""
+    top = next((hit for hit in hits if hit.kind == "code"), None)
+    code = next((store for store in stores if store.kind == "code"), None)
+    if top is None or code is None:
+        return []
+    shown = {hit.id for hit in hits}
+    by_place = {(chunk.path, chunk.line_start): chunk for chunk in code.chunks.values()}
+    out = []
+    for relation, refs in (("calls", top.calls or ()), ("called_by", top.called_by or ())):
+        for ref in refs:
+            chunk = by_place.get((str(ref["path"]), int(ref["line"])))
+            if chunk is None or chunk.id in shown:
+                continue
+            shown.add(chunk.id)
+            out.append(
+                SearchHit(
+                    id=chunk.id,
+                    path=chunk.path,
+                    kind=chunk.kind,
+                    score=0.0,
+                    title=chunk.title,
+                    description="",
+                    section=chunk.section,
+                    line_start=chunk.line_start,
+                    line_end=chunk.line_end,
+                    content=None if options.metadata_only else chunk.content,
+                    tokens=0,
+                    commit=chunk.commit,
+                    language=chunk.language or None,
+                    symbol=chunk.symbol or None,
+                    symbol_kind=chunk.symbol_kind or None,
+                    parent=chunk.parent or None,
+                    neighbour_of=f"{relation} {top.id}",
+                )
+            )
+    return out
 
 
 def _explain(candidate: Candidate) -> dict[str, float | int | bool | None]:

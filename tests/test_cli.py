@@ -53,6 +53,7 @@ def test_reindex_then_search_json_schema(docs_repo):
         "parent",
         "calls",
         "called_by",
+        "neighbour_of",
     }
     assert top["id"] == "docs/search.md#token-budget"
     assert top["section"] == "Searching > Token budget"

@@ -200,3 +200,11 @@ def test_cli_kind_and_explain(code_repo):
         "exact_identifier",
         "fused_score",
     }
+
+
+def test_expand_adds_callers_and_callees_of_the_top_code_hit(code_repo):
+    response = kb_for(code_repo).search("reindex_changes", kind="code", threshold=0.5, k=1, expand=True)
+    assert response.results[0].id == "src/app.py#reindex_changes"
+    neighbours = {h.id: h.neighbour_of for h in response.results[1:]}
+    assert neighbours == {"src/app.py#normalize": "calls src/app.py#reindex_changes"}
+    assert response.tokens_used <= response.budget

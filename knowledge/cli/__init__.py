@@ -229,6 +229,7 @@ def _run_from_hook(ctx: click.Context, hook: str) -> None:
     show_default=True,
     help="Search docs, code, or both (merged by fused rank).",
 )
+@click.option("--expand", is_flag=True, help="Add the top code hit's callers and callees, as the budget allows.")
 @click.option("--explain", is_flag=True, help="Show each result's dense and lexical scores, ranks and fused score.")
 @click.option("--remote", metavar="URL", help="Ask a `knowledge serve` at URL (token from KNOWLEDGE_TOKEN).")
 @click.pass_context
@@ -243,6 +244,7 @@ def search_command(
     as_json: bool,
     build: bool,
     kind: str,
+    expand: bool,
     explain: bool,
     remote: str | None,
 ) -> None:
@@ -264,6 +266,9 @@ def search_command(
             "full_threshold": full_threshold,
             "budget": budget,
             "metadata_only": metadata_only,
+            "kind": kind,
+            "explain": explain,
+            "expand": expand,
         }
         data = RemoteBackend(remote).search({key: value for key, value in params.items() if value is not None})
         click.echo(
@@ -288,6 +293,7 @@ def search_command(
         metadata_only=metadata_only,
         explain=explain,
         kind=kind,
+        expand=expand,
     )
     if as_json:
         click.echo(json.dumps(search_to_dict(response), ensure_ascii=False, indent=2))

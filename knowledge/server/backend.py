@@ -76,6 +76,7 @@ class LocalBackend:
             metadata_only=bool(params.get("metadata_only", False)),
             explain=bool(params.get("explain", False)),
             kind=kind,
+            expand=bool(params.get("expand", False)),
         )
         return search_to_dict(response)
 
