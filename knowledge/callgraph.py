@@ -15,8 +15,12 @@ def _ref(chunk: Chunk) -> dict[str, str | int]:
 
 
 class CallGraph:
-    """Who calls what, from each entity's call names; a name resolves to every entity with that name, same file and
-    same language first. Names no entity defines (library calls) are dropped."""
+    """Who calls what, from each entity's call names.
+
+    A plain call `f()` resolves to functions named `f` (same file, then same language, first); a member call
+    `x.f()` (recorded as ".f"), whose receiver type is unknown here, resolves only to methods named `f` in the same
+    file, so `path.exists()` is not taken for some unrelated `exists` method. Names nothing defines are dropped.
+    """
 
     def __init__(self, chunks: list[Chunk]) -> None:
         self._by_name: dict[str, list[Chunk]] = defaultdict(list)
@@ -45,5 +49,9 @@ class CallGraph:
     def called_by(self, chunk: Chunk) -> tuple[dict[str, str | int], ...]:
         if not chunk.symbol or not chunk.symbol_kind:
             return ()
-        callers = [c for c in self._rank(chunk, self._callers.get(chunk.symbol, [])) if c.id != chunk.id]
+        if chunk.symbol_kind == "method":
+            callers = [c for c in self._callers.get("." + chunk.symbol, []) if c.path == chunk.path]
+        else:
+            callers = self._callers.get(chunk.symbol, [])
+        callers = [c for c in self._rank(chunk, callers) if c.id != chunk.id]
         return tuple(_ref(c) for c in callers[:MAX_EDGES])

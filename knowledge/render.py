@@ -30,7 +30,15 @@ def search_to_text(response: SearchResponse) -> str:
         return f"No results at or above similarity {response.threshold:.2f} for: {response.query}\n"
     out: list[str] = []
     for hit in response.results:
-        out.append(f"[{hit.score:.3f}] {hit.path}:{hit.line_start}-{hit.line_end}  {hit.section or hit.title}")
+        if hit.kind == "code":
+            what = " ".join(part for part in (hit.symbol_kind, hit.title) if part) + f" ({hit.language})"
+        else:
+            what = hit.section or hit.title
+        via = f"  [{hit.neighbour_of}]" if hit.neighbour_of else ""
+        out.append(f"[{hit.score:.3f}] {hit.path}:{hit.line_start}-{hit.line_end}  {what}{via}")
+        for label, refs in (("calls", hit.calls), ("called by", hit.called_by)):
+            if refs:
+                out.append(f"        {label}: " + ", ".join(f"{r['name']} ({r['path']}:{r['line']})" for r in refs[:5]))
         if hit.description:
             out.append(f"        {hit.description}")
         if hit.explain is not None:

@@ -208,3 +208,13 @@ def test_expand_adds_callers_and_callees_of_the_top_code_hit(code_repo):
     neighbours = {h.id: h.neighbour_of for h in response.results[1:]}
     assert neighbours == {"src/app.py#normalize": "calls src/app.py#reindex_changes"}
     assert response.tokens_used <= response.budget
+
+
+def test_member_calls_resolve_within_the_file_only(code_repo):
+    writer = kb_for(code_repo).search("_write", kind="code", threshold=0.5).results[0]
+    assert writer.symbol == "_write"
+    assert writer.calls == ({"name": "HookWriter.render", "path": "src/app.py", "line": 18},)  # not write_text
+    render = next(
+        h for h in kb_for(code_repo).search("render", kind="code", threshold=0.0).results if h.symbol == "render"
+    )
+    assert {"name": "HookWriter._write", "path": "src/app.py", "line": 22} in render.called_by

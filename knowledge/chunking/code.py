@@ -17,7 +17,7 @@ from typing import Any
 
 from ..records import Chunk, FileProblem, SourceFile
 
-CODE_CHUNKER_VERSION = 1
+CODE_CHUNKER_VERSION = 2
 OVERLAP_LINES = 2
 
 
@@ -244,11 +244,14 @@ def _callee(node: Any, src: bytes) -> str:  # noqa: ANN401
     )
     if target is None:
         return ""
-    for field_name in ("property", "field", "attribute", "name"):  # obj.method() -> method
+    for field_name in ("property", "field", "attribute", "name"):  # obj.method() -> ".method"
         inner = target.child_by_field_name(field_name)
         if inner is not None and target.type not in {"identifier"}:
-            return _text(inner, src)
-    return _text(target, src).split("::")[-1].split(".")[-1]
+            return "." + _text(inner, src)
+    if node.type == "method_invocation" and node.child_by_field_name("object") is not None:
+        return "." + _text(target, src)  # Java obj.m()
+    name = _text(target, src)
+    return "." + name.split("::")[-1].split(".")[-1] if ("." in name or "::" in name) else name
 
 
 def _walk(node: Any, spec: LanguageSpec, src: bytes, parent: Entity | None, out: list[Entity]) -> None:  # noqa: ANN401
