@@ -37,13 +37,13 @@ class CallGraph:
             chunks, key=lambda c: (c.path != origin.path, c.language != origin.language, c.path, c.line_start)
         )
 
+    def _targets(self, chunk: Chunk, call: str) -> list[Chunk]:
+        if call.startswith("."):
+            return [c for c in self._by_name.get(call[1:], []) if c.path == chunk.path and c.parent]
+        return self._rank(chunk, [c for c in self._by_name.get(call, []) if c.symbol_kind != "method"])[:3]
+
     def calls(self, chunk: Chunk) -> tuple[dict[str, str | int], ...]:
-        found = [
-            target
-            for name in chunk.calls
-            for target in self._rank(chunk, self._by_name.get(name, []))[:3]
-            if target.id != chunk.id
-        ]
+        found = [target for call in chunk.calls for target in self._targets(chunk, call) if target.id != chunk.id]
         return tuple(_ref(c) for c in found[:MAX_EDGES])
 
     def called_by(self, chunk: Chunk) -> tuple[dict[str, str | int], ...]:
