@@ -22,11 +22,13 @@ SEARCH_DOC = """Find the doc sections that answer a natural-language question.
 Args:
     query: what you want to know, in plain words or with identifiers.
     k: most results (default 10).
-    kind: "docs" or "all" (default).
+    kind: "docs", "code" or "all" (default).
     budget: token budget for everything returned, counted in the model's tokens (default 2000). Smaller budgets
         return fewer results, and results whose text does not fit come back as metadata only.
     metadata_only: return paths, titles, sections and line ranges without text: the cheapest way to locate things.
-    threshold: drop results under this cosine similarity (default: calibrated for the model).
+    threshold: drop results under this cosine similarity (default: calibrated for the model); exact identifier
+        matches are kept anyway.
+    expand: add the callers and callees of the top code result (within the budget).
 Returns the versioned JSON of `knowledge search --json`: results with score, path, section, line_start, line_end,
 content (null when under the full-content threshold), tokens, plus tokens_used, budget and omitted."""
 
@@ -64,6 +66,7 @@ def build_server(backend: Backend) -> Any:  # noqa: ANN401 - mcp.server.mcpserve
         budget: int | None = None,
         metadata_only: bool = False,
         threshold: float | None = None,
+        expand: bool = False,
     ) -> str:
         params = {
             "query": query,
@@ -72,6 +75,7 @@ def build_server(backend: Backend) -> Any:  # noqa: ANN401 - mcp.server.mcpserve
             "budget": budget,
             "metadata_only": metadata_only,
             "threshold": threshold,
+            "expand": expand,
         }
         return _call(lambda: backend.search({key: value for key, value in params.items() if value is not None}))
 
