@@ -79,7 +79,8 @@ def main() -> None:
                 "splits": SPLITS,
                 "relevant_pairs": len(relevant),
                 "threshold": round(threshold, 2),
-                "full_threshold": round(float(np.median(relevant)), 2),
+                "full_threshold": round(float(np.quantile(relevant, 1 - KEEP_RELEVANT_WITH_TEXT)), 2),
+                "median_relevant": round(float(np.median(relevant)), 2),
                 "precision_half_threshold": round(max(full_threshold, threshold), 2),
             }
         )

@@ -94,3 +94,15 @@ def test_fast_model_answers_and_second_build_reuses_cache(model_home, docs_repo)
     assert second.chunks_reused == first.chunks_total
     hits = [kb.search(q, threshold=0.0).results[0].path for q, _ in QUERIES]
     assert sum(h == e for h, (_, e) in zip(hits, QUERIES, strict=True)) >= 4
+
+
+def test_int8_is_refused_for_a_model_whose_quality_was_not_shown(tmp_path):
+    spec = replace(MODELS["all-MiniLM-L6-v2"], int8_scifact_delta=None)
+    with pytest.raises(ModelUnavailableError, match="no int8 variant"):
+        build_model(tmp_path, spec, "int8")
+
+
+def test_int8_builds_and_stays_close_to_the_reference(model_home):
+    embedder = load_embedder("all-MiniLM-L6-v2", model_home, "int8")
+    vectors = embedder.embed_documents(reference_texts())
+    assert np.sum(vectors * reference_vectors(MODELS["all-MiniLM-L6-v2"]), axis=1).min() >= 0.98

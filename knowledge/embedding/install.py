@@ -20,7 +20,7 @@ import numpy as np
 
 from ..errors import ModelUnavailableError, ModelVerificationError
 from ..fs import atomic_write, file_lock
-from .models import ModelSpec
+from .models import MAX_INT8_LOSS, ModelSpec
 
 # Bump when export.py changes the graph it writes: old builds are then rebuilt, never reused.
 EXPORTER_VERSION = 1
@@ -114,6 +114,11 @@ def build_model(
 
     if variant not in VARIANTS:
         raise ModelUnavailableError(f"unknown model variant {variant!r}; choose one of {', '.join(VARIANTS)}")
+    if variant == "int8" and (spec.int8_scifact_delta is None or spec.int8_scifact_delta < -MAX_INT8_LOSS):
+        raise ModelUnavailableError(
+            f"model {spec.name}: no int8 variant, its measured retrieval quality is not within {MAX_INT8_LOSS} "
+            "nDCG@10 of fp32 (docs/benchmarks.md)"
+        )
     step = on_step or (lambda _message: None)
     target = model_dir(home, spec, variant)
     target.parent.mkdir(parents=True, exist_ok=True)
