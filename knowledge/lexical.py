@@ -98,7 +98,7 @@ def identifiers(text: str) -> set[str]:
     found = set()
     for match in _WORD.finditer(text):
         token = match.group()
-        if re.search(r"\w_\w|[a-z][A-Z]|[A-Za-z_]\w+\.[A-Za-z_]\w", token):
+        if re.search(r"^_\w|\w_\w|[a-z][A-Z]|[A-Za-z_]\w+\.[A-Za-z_]\w", token):
             found.add(_SEPARATORS.sub("_", token.lower()).strip("_"))
     return found
 
