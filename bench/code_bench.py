@@ -34,8 +34,7 @@ from knowledge.records import Chunk
 
 def cosqa(model: str, home: Path, line_numbers: bool) -> dict:
     data = load(SHARED / "cosqa")
-    if not line_numbers:
-        code_chunking._numbered = lambda lines, start: "\n".join(lines)  # the A/B switch, bench only
+    code_chunking.LINE_NUMBERS_IN_EMBEDDING = line_numbers  # the A/B switch
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         for doc_id, (_, text) in data.corpus.items():
