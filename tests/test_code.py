@@ -82,7 +82,7 @@ def test_metadata_decorators_exports_and_calls():
     assert by_symbol["_write"].exported is False
     assert by_symbol["reindex_changes"].exported is True
     assert by_symbol["reindex_changes"].calls == ("normalize",)
-    assert '1: """A small Python module."""' in parsed.chunks[0].embed_text
+    assert parsed.chunks[0].embed_text.endswith('"""A small Python module."""\n\nimport os')
     assert parsed.chunks[0].embed_text.startswith("src/app.py (python)")
     java, _ = entities("Store.java")
     assert {c.symbol: c.exported for c in java.chunks if c.symbol} == {"Store": True, "save": True, "validate": False}
