@@ -6,7 +6,7 @@ full-content thresholds keep one meaning with or without the lexical side (docs/
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Sequence, Set
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -64,8 +64,8 @@ def fuse(
     dense: Sequence[tuple[int, float]],
     lexical: Sequence[tuple[int, float]],
     params: FusionParams,
-    exact_keys: set[int] = frozenset(),
-) -> list[Candidate]:  # type: ignore[assignment]
+    exact_keys: Set[int] = frozenset(),
+) -> list[Candidate]:
     """Candidates from both lists ranked by fused score (ties: better dense rank first)."""
     found: dict[int, Candidate] = {}
     for rank, (key, cosine) in enumerate(dense, start=1):

@@ -16,6 +16,7 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from ..records import Chunk, FileProblem, SourceFile
+from .ids import unique_chunk_id
 
 CODE_CHUNKER_VERSION = 3
 OVERLAP_LINES = 2
@@ -69,33 +70,6 @@ LANGUAGES: dict[str, LanguageSpec] = {
         {"function_definition": "function", "class_definition": "class"},
         ("call",),
         lambda node, name, src: not name.startswith("_"),
-    ),
-    ".js": LanguageSpec(
-        "javascript",
-        "tree_sitter_javascript",
-        "language",
-        JS_ENTITIES,
-        ("call_expression", "new_expression"),
-        _js_exported,
-    ),
-    ".mjs": LanguageSpec(
-        "javascript",
-        "tree_sitter_javascript",
-        "language",
-        JS_ENTITIES,
-        ("call_expression", "new_expression"),
-        _js_exported,
-    ),
-    ".cjs": LanguageSpec(
-        "javascript",
-        "tree_sitter_javascript",
-        "language",
-        JS_ENTITIES,
-        ("call_expression", "new_expression"),
-        _js_exported,
-    ),
-    ".jsx": LanguageSpec(
-        "jsx", "tree_sitter_javascript", "language", JS_ENTITIES, ("call_expression", "new_expression"), _js_exported
     ),
     ".ts": LanguageSpec(
         "typescript",
@@ -151,23 +125,18 @@ LANGUAGES: dict[str, LanguageSpec] = {
         ("method_invocation", "object_creation_expression"),
         lambda node, name, src: _has_child(node, {"modifiers"}, b"public", src),
     ),
-    ".c": LanguageSpec(
-        "c",
-        "tree_sitter_c",
-        "language",
-        C_ENTITIES,
-        ("call_expression",),
-        lambda node, name, src: not _has_child(node, {"storage_class_specifier"}, b"static", src),
-    ),
-    ".h": LanguageSpec(
-        "c",
-        "tree_sitter_c",
-        "language",
-        C_ENTITIES,
-        ("call_expression",),
-        lambda node, name, src: not _has_child(node, {"storage_class_specifier"}, b"static", src),
-    ),
 }
+_JS_CALLS = ("call_expression", "new_expression")
+for _ext, _name in ((".js", "javascript"), (".mjs", "javascript"), (".cjs", "javascript"), (".jsx", "jsx")):
+    LANGUAGES[_ext] = LanguageSpec(_name, "tree_sitter_javascript", "language", JS_ENTITIES, _JS_CALLS, _js_exported)
+
+
+def _c_exported(node: Any, name: str, src: bytes) -> bool:  # noqa: ANN401
+    return not _has_child(node, {"storage_class_specifier"}, b"static", src)
+
+
+for _ext in (".c", ".h"):
+    LANGUAGES[_ext] = LanguageSpec("c", "tree_sitter_c", "language", C_ENTITIES, ("call_expression",), _c_exported)
 for _ext in (".cc", ".cpp", ".cxx", ".hpp", ".hh", ".hxx"):
     LANGUAGES[_ext] = LanguageSpec(
         "cpp",
@@ -175,7 +144,7 @@ for _ext in (".cc", ".cpp", ".cxx", ".hpp", ".hh", ".hxx"):
         "language",
         {**C_ENTITIES, "class_specifier": "class"},
         ("call_expression",),
-        lambda node, name, src: not _has_child(node, {"storage_class_specifier"}, b"static", src),
+        _c_exported,
     )
 CONTAINERS = {"class", "interface", "struct", "trait", "impl", "enum", "type"}
 _PARSERS: dict[str, Any] = {}
@@ -376,12 +345,7 @@ def chunk_code(source: SourceFile, max_tokens: int, count_tokens: Callable[[str]
         qualified = f"{parent}.{name}" if parent else name
         base = f"{source.path}#{qualified or f'L{start + 1}'}"
         for part, (first, last) in enumerate(windows):
-            chunk_id = base if part == 0 else f"{base}~{part + 1}"
-            suffix = 2
-            while chunk_id in used_ids:
-                chunk_id = f"{base}-{suffix}" + (f"~{part + 1}" if part else "")
-                suffix += 1
-            used_ids.add(chunk_id)
+            chunk_id = unique_chunk_id(base, part, used_ids)
             body = lines[first : last + 1]
             embed_text = header + (_numbered(body, first) if LINE_NUMBERS_IN_EMBEDDING else "\n".join(body))
             chunks.append(

@@ -14,6 +14,7 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from ..records import Chunk, FileProblem, SourceFile
+from .ids import unique_chunk_id
 
 CHUNKER_VERSION = 2
 OVERLAP_TOKENS = 32
@@ -244,12 +245,7 @@ def chunk_markdown(source: SourceFile, max_tokens: int, count_tokens: Callable[[
             content = _join(segments[start:end])
             if not content.strip():
                 continue
-            chunk_id = base_id if part == 0 else f"{base_id}~{part + 1}"
-            suffix = 2
-            while chunk_id in used_ids:
-                chunk_id = f"{base_id}-{suffix}" + (f"~{part + 1}" if part else "")
-                suffix += 1
-            used_ids.add(chunk_id)
+            chunk_id = unique_chunk_id(base_id, part, used_ids)
             embed_text = header + content
             first_line = offset + section.start + segments[start].line + 1
             chunks.append(
