@@ -107,6 +107,11 @@ def rebase_runs(root: Path, commits: int) -> dict:
 
 
 def one_edit_in_many(root: Path, model: str, home: Path) -> dict:
+    # An empty vector cache, so the full build and the edit are really embedded; the built model is linked in.
+    cold = root.parent / "cold-home"
+    cold.mkdir()
+    (cold / "models").symlink_to(home / "models")
+    home = cold
     settings, _ = load_settings(root, {"model": model, "home": str(home)})
     kb = KnowledgeBase(root, settings)
     started = time.perf_counter()
