@@ -24,13 +24,16 @@ CANDIDATE_FLOOR = 50
 class FusionParams:
     """Reciprocal rank fusion: each list adds weight / (k + rank).
 
-    k=5 and lexical weight 0.6 had the best mean nDCG@10 over SciFact train and CoSQA dev for both models
-    (bench/fusion.py, docs/benchmarks.md); test splits were never used for tuning.
+    The lexical weight grows with the query: full from `lexical_full_terms` distinct terms, proportionally less below,
+    because a handful of words is thin evidence for BM25 and a long claim is rich evidence. k=5, weight 1.0 and 10
+    terms had the best mean nDCG@10 over SciFact train and CoSQA dev for both models (bench/fusion.py); the test
+    splits were never used for tuning.
     """
 
     k: int = 5
     dense_weight: float = 1.0
-    lexical_weight: float = 0.6
+    lexical_weight: float = 1.0
+    lexical_full_terms: int = 10
     exact_boost: float = 1.0  # in units of a first-rank vote, for chunks holding an identifier from the query
 
 
@@ -65,19 +68,28 @@ def fuse(
     lexical: Sequence[tuple[int, float]],
     params: FusionParams,
     exact_keys: Set[int] = frozenset(),
+    query_terms: int | None = None,
 ) -> list[Candidate]:
     """Candidates from both lists ranked by fused score (ties: better dense rank first)."""
+    lexical_weight = params.lexical_weight * lexical_scale(query_terms, params)
     found: dict[int, Candidate] = {}
     for rank, (key, cosine) in enumerate(dense, start=1):
         found[key] = Candidate(key, cosine=cosine, dense_rank=rank, fused=params.dense_weight / (params.k + rank))
     for rank, (key, score) in enumerate(lexical, start=1):
         candidate = found.setdefault(key, Candidate(key))
         candidate.lexical_score, candidate.lexical_rank = score, rank
-        candidate.fused += params.lexical_weight / (params.k + rank)
+        candidate.fused += lexical_weight / (params.k + rank)
     for key in exact_keys & found.keys():
         found[key].exact = True
         found[key].fused += params.exact_boost / (params.k + 1)
     return sorted(found.values(), key=lambda c: (-c.fused, c.dense_rank or 10**9))
+
+
+def lexical_scale(query_terms: int | None, params: FusionParams) -> float:
+    """1.0 for queries with at least `lexical_full_terms` distinct terms, proportionally less for shorter ones."""
+    if query_terms is None:
+        return 1.0
+    return min(1.0, query_terms / max(1, params.lexical_full_terms))
 
 
 def _exact_matches(query: str, chunks: dict[int, Chunk], keys: Sequence[int]) -> set[int]:
@@ -94,7 +106,7 @@ def retrieve(
     dense = store.search_keys(vector, depth)
     lexical_hits = lexical.search(query, depth) if lexical is not None else []
     pool = list(dict.fromkeys([key for key, _ in dense] + [key for key, _ in lexical_hits]))
-    candidates = fuse(dense, lexical_hits, params, _exact_matches(query, store.chunks, pool))
+    candidates = fuse(dense, lexical_hits, params, _exact_matches(query, store.chunks, pool), len(set(terms(query))))
     missing = [c for c in candidates if c.dense_rank is None]
     if missing:
         vectors = store.vectors(np.array([c.key for c in missing], dtype=np.uint64))
