@@ -96,7 +96,9 @@ def _exact_matches(query: str, chunks: dict[int, Chunk], keys: Sequence[int]) ->
     wanted = identifiers(query)
     if not wanted:
         return set()
-    return {key for key in keys if wanted & set(terms(chunk_text(chunks[key])))}
+    # Code only: in prose, camelCase words are terms of art ("vCJD", "iPSC"), and boosting them lowered SciFact dev
+    # nDCG@10 (0.7232 without, 0.7213 with); in code they are names.
+    return {key for key in keys if chunks[key].kind == "code" and wanted & set(terms(chunk_text(chunks[key])))}
 
 
 def retrieve(
