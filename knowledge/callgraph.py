@@ -25,26 +25,46 @@ class CallGraph:
     def __init__(self, chunks: list[Chunk]) -> None:
         self._by_name: dict[str, list[Chunk]] = defaultdict(list)
         self._callers: dict[str, list[Chunk]] = defaultdict(list)
+        self._exact_callers: dict[str, list[Chunk]] = defaultdict(list)  # "path::Qual" or "module:m::Qual" calls
         for chunk in chunks:
             if chunk.symbol and chunk.symbol_kind and "~" not in chunk.id.rsplit("#", 1)[-1]:
                 self._by_name[chunk.symbol].append(chunk)
             for name in set(chunk.calls):
                 if "~" not in chunk.id.rsplit("#", 1)[-1]:
-                    self._callers[name].append(chunk)
+                    (self._exact_callers if "::" in name else self._callers)[name].append(chunk)
 
     def _rank(self, origin: Chunk, chunks: list[Chunk]) -> list[Chunk]:
         return sorted(
             chunks, key=lambda c: (c.path != origin.path, c.language != origin.language, c.path, c.line_start)
         )
 
+    def _exact(self, call: str) -> list[Chunk]:
+        where, qualified = call.rsplit("::", 1)
+        parent, _, name = qualified.rpartition(".")
+        if where.startswith("module:"):
+            module = where[len("module:") :].replace(".", "/")
+            suffixes = (f"{module}.py", f"{module}/__init__.py")
+            return [
+                c
+                for c in self._by_name.get(name, [])
+                if c.path.endswith(suffixes)
+                and c.parent == parent
+                and (c.path in suffixes or c.path.endswith(tuple("/" + s for s in suffixes)))
+            ]
+        return [c for c in self._by_name.get(name, []) if c.path == where and c.parent == parent]
+
     def _targets(self, chunk: Chunk, call: str) -> list[Chunk]:
+        if "::" in call:
+            return self._exact(call)
         if call.startswith("."):
             return [c for c in self._by_name.get(call[1:], []) if c.path == chunk.path and c.parent]
         return self._rank(chunk, [c for c in self._by_name.get(call, []) if c.symbol_kind != "method"])[:3]
 
     def calls(self, chunk: Chunk) -> tuple[dict[str, str | int], ...]:
-        found = [target for call in chunk.calls for target in self._targets(chunk, call) if target.id != chunk.id]
-        return tuple(_ref(c) for c in found[:MAX_EDGES])
+        found = {
+            target.id: target for call in chunk.calls for target in self._targets(chunk, call) if target.id != chunk.id
+        }
+        return tuple(_ref(c) for c in list(found.values())[:MAX_EDGES])
 
     def called_by(self, chunk: Chunk) -> tuple[dict[str, str | int], ...]:
         if not chunk.symbol or not chunk.symbol_kind:
@@ -52,6 +72,8 @@ class CallGraph:
         if chunk.symbol_kind == "method":
             callers = [c for c in self._callers.get("." + chunk.symbol, []) if c.path == chunk.path]
         else:
-            callers = self._callers.get(chunk.symbol, [])
+            callers = list(self._callers.get(chunk.symbol, []))
+        callers += [c for call, chunks in self._exact_callers.items() for c in chunks if chunk in self._exact(call)]
+        callers = list({c.id: c for c in callers}.values())
         callers = [c for c in self._rank(chunk, callers) if c.id != chunk.id]
         return tuple(_ref(c) for c in callers[:MAX_EDGES])

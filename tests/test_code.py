@@ -218,3 +218,14 @@ def test_member_calls_resolve_within_the_file_only(code_repo):
         h for h in kb_for(code_repo).search("render", kind="code", threshold=0.0).results if h.symbol == "render"
     )
     assert {"name": "HookWriter._write", "path": "src/app.py", "line": 22} in render.called_by
+
+
+def test_python_calls_are_resolved_with_ast(git_repo):
+    root = Path(__file__).parent / "fixtures" / "pyproj"
+    commit(git_repo, {str(p.relative_to(root)): p.read_text() for p in root.rglob("*.py")})
+    kb = kb_for(git_repo)
+    kb.reindex_all()
+    main = next(h for h in kb.search("main", kind="code", threshold=0.0).results if h.symbol == "main")
+    assert {"name": "open_store", "path": "pkg/store.py", "line": 14} in main.calls  # from pkg.store import …
+    save = next(h for h in kb.search("Store.save", kind="code", threshold=0.0).results if h.symbol == "save")
+    assert save.calls == ({"name": "Store.validate", "path": "pkg/store.py", "line": 5},)  # not Draft.validate

@@ -18,7 +18,7 @@ from typing import Any
 from ..records import Chunk, FileProblem, SourceFile
 from .ids import unique_chunk_id
 
-CODE_CHUNKER_VERSION = 3
+CODE_CHUNKER_VERSION = 4
 OVERLAP_LINES = 2
 # Measured on CoSQA through this chunker (bench/code_bench.py, MiniLM): nDCG@10 0.5819 with "N: " line prefixes in
 # the embedded text, 0.5869 without. Line ranges stay in the metadata either way.
@@ -332,6 +332,15 @@ def chunk_code(source: SourceFile, max_tokens: int, count_tokens: Callable[[str]
             problems.append(FileProblem(source.path, f"syntax error near line {bad}; indexed as line chunks"))
         else:
             _walk(tree.root_node, spec, src, None, entities)
+            if spec.name == "python":
+                from .pycalls import python_calls
+
+                exact = python_calls(source.text, source.path)
+                for entity in _flatten(entities):
+                    resolved = exact.get(entity.start + 1, set())
+                    # What `ast` pinned down replaces the name-only guess for the same call.
+                    names = {target.rsplit("::", 1)[1].rsplit(".", 1)[-1] for target in resolved}
+                    entity.calls = {c for c in entity.calls if c.lstrip(".") not in names} | resolved
     chunks: list[Chunk] = []
     used_ids: set[str] = set()
     covered = [False] * len(lines)
