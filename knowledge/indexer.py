@@ -1,297 +1,342 @@
-"""reindex_all() and reindex_changes(): corpus -> chunks -> embeddings (cached by content hash) -> store.
+"""Indexing use cases in two phases.
 
-Both write a whole new store generation under the index lock; reindex_changes only re-chunks the files that changed
-since the commit the index was last brought up to, and only embeds chunks whose text is not in the cache.
+1. `Indexer.rebuild` / `Indexer.update`: everything that needs no model — discovery, chunks, lexical index, symbols,
+   call graph, and vectors the content-hash cache already has — in one store transaction. The index is searchable
+   (lexically, plus whatever vectors exist) as soon as it returns.
+2. `embed_pending`: the model fills in the missing vectors batch by batch; each batch is committed (and cached), so an
+   interrupted run resumes where it stopped. One runner per index at a time (`embed.lock`); others leave it the work.
 """
 
 from __future__ import annotations
 
-import hashlib
+import contextlib
+import fcntl
+import os
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 import numpy.typing as npt
 
-from . import __version__, git
+from . import __version__
 from .chunking import CHUNKER_VERSION, chunk_source
 from .config import Settings
-from .corpus import KINDS, candidate_paths, read_source
-from .embedding import Embedder
-from .embedding.cache import EmbeddingCache, embed_with_cache
-from .errors import IndexCorruptError, IndexIncompatibleError, IndexNotFoundError
-from .lexical import sync_all
+from .corpus import candidate_paths, read_source
+from .embedding.cache import EmbeddingCache
+from .kind import KindIndex, selection_fingerprint
 from .records import Chunk, FileProblem, IndexReport, Progress
-from .store import FORMAT_VERSION, FileTable, IndexStore, Manifest, index_dir, locked
+from .store import (
+    FORMAT_VERSION,
+    Change,
+    ChunkStore,
+    EmbedProgress,
+    FileFacts,
+    Manifest,
+    NewChunk,
+    embed_lock_path,
+)
+from .store.engines import create_store
 
 ProgressCallback = Callable[[Progress], None]
+EMBED_BATCH = 256  # chunks per committed batch: small enough to lose little when killed
+PROGRESS_SECONDS = 2.0
 
 
-def index_fingerprint(embedder: Embedder) -> str:
-    return f"{embedder.fingerprint}-c{CHUNKER_VERSION}"
+class TokenCounter(Protocol):
+    max_tokens: int
+
+    def count_tokens(self, text: str) -> int: ...
 
 
-def selection_fingerprint(settings: Settings) -> str:
-    """Changes when the set of indexed files could change without any commit (globs, size cap)."""
-    text = repr(
-        (settings.include, settings.exclude, settings.code_include, settings.code_exclude, settings.max_file_bytes)
-    )
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
+class DocumentEmbedder(Protocol):
+    def embed_documents(
+        self, texts: list[str], on_batch: Callable[[int], None] | None = None
+    ) -> npt.NDArray[np.float32]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class ModelIdentity:
+    """What an index needs to know of its model without loading it."""
+
+    model_id: str
+    variant: str
+    dims: int
+    fingerprint: str  # of the built model; empty for models that cannot be cached
+
+
+def index_fingerprint(model_fingerprint: str) -> str:
+    return f"{model_fingerprint}-c{CHUNKER_VERSION}"
+
+
+def open_cache(settings: Settings, model: ModelIdentity) -> EmbeddingCache | None:
+    if not model.fingerprint:
+        return None
+    return EmbeddingCache(settings.home / "embeddings" / f"{model.fingerprint}.sqlite", model.dims)
 
 
 @dataclass(slots=True)
 class _Chunked:
     chunks: list[Chunk] = field(default_factory=list)
-    files: dict[str, str] = field(default_factory=dict)
-    stats: dict[str, list[int]] = field(default_factory=dict)
+    files: list[FileFacts] = field(default_factory=list)
     skipped: list[FileProblem] = field(default_factory=list)
     warnings: list[FileProblem] = field(default_factory=list)
     undescribed: list[str] = field(default_factory=list)
 
-    def table(self) -> FileTable:
-        return FileTable(self.files, self.stats, self.skipped + self.warnings)
 
+class Indexer:
+    """Phase one for every kind: chunk what changed and commit it, with cached vectors, in one transaction."""
 
-def _chunk_files(
-    root: Path,
-    settings: Settings,
-    embedder: Embedder,
-    paths: Iterable[str],
-    commit: str | None,
-    on_progress: ProgressCallback | None,
-    kind: str = "docs",
-) -> _Chunked:
-    out = _Chunked()
-    paths = sorted(paths)
-    for done, rel in enumerate(paths, start=1):
-        source = read_source(root, rel, settings, kind)
-        if isinstance(source, FileProblem):
-            out.skipped.append(source)
-            continue
+    def __init__(
+        self,
+        root: Path,
+        settings: Settings,
+        model: ModelIdentity,
+        thresholds: tuple[float, float],
+        counter: Callable[[], TokenCounter],
+        on_progress: ProgressCallback | None = None,
+    ) -> None:
+        self.root = root
+        self.settings = settings
+        self.model = model
+        self.thresholds = thresholds
+        self._counter = counter
+        self._on_progress = on_progress
+
+    def manifest(self) -> Manifest:
+        return Manifest(
+            format_version=FORMAT_VERSION,
+            knowledge_version=__version__,
+            model_id=self.model.model_id,
+            model_variant=self.model.variant,
+            dims=self.model.dims,
+            metric="cos",
+            chunker_version=CHUNKER_VERSION,
+            fingerprint=index_fingerprint(self.model.fingerprint),
+            threshold=self.thresholds[0],
+            full_threshold=self.thresholds[1],
+            built_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            selection=selection_fingerprint(self.settings),
+        )
+
+    def compatible(self, store: ChunkStore) -> bool:
+        mine, theirs = self.manifest(), store.manifest
+        return (mine.fingerprint, mine.dims, mine.model_variant) == (
+            theirs.fingerprint,
+            theirs.dims,
+            theirs.model_variant,
+        )
+
+    def rebuild(self, kind: str, commit: str | None) -> tuple[ChunkStore, IndexReport]:
+        """A clean index of `kind` built beside the live one and swapped in; vectors come from the cache only."""
+        started = time.monotonic()
+        store = create_store(self.root, kind, self.manifest())
+        paths = candidate_paths(self.root, self.settings, kind)
+        chunked = self._chunk(paths, kind, commit)
+        self._apply(store, frozenset(), chunked, commit)
+        store.publish()
+        return store, self._report(store, chunked, 0, started)
+
+    def update(self, index: KindIndex, targets: Iterable[str], commit: str | None) -> IndexReport:
+        """Re-chunk exactly `targets` (changed, added or deleted paths) and move the commit; no model needed."""
+        started = time.monotonic()
+        store = index.store
+        known = set(store.files()) | {p.path for p in store.problems()}
+        wanted = set(targets)
+        candidates = set(candidate_paths(self.root, self.settings, index.kind)) if wanted else set()
+        relevant = (wanted & candidates) | (wanted & known)
+        if not relevant:
+            if commit != store.commit():
+                store.set_commit(commit)  # one row: the commit moved, nothing indexed changed
+            return self._report(store, _Chunked(), 0, started, write=False)
+        chunked = self._chunk(sorted(relevant & candidates), index.kind, commit)
+        removed = len([p for p in relevant if p in known and p not in {f.path for f in chunked.files}])
+        self._apply(store, frozenset(relevant), chunked, commit)
+        return self._report(store, chunked, removed, started)
+
+    def _apply(self, store: ChunkStore, remove: frozenset[str], chunked: _Chunked, commit: str | None) -> None:
+        cache = open_cache(self.settings, self.model)
         try:
-            parsed = chunk_source(source, embedder.max_tokens, embedder.count_tokens)
-        except Exception as exc:  # one bad file must never stop the run
-            out.skipped.append(FileProblem(rel, f"could not be chunked: {type(exc).__name__}: {exc}"))
-            continue
-        out.warnings.extend(parsed.problems)
-        if not parsed.chunks and kind == "docs":
-            out.warnings.append(FileProblem(rel, "empty: no text to index"))
-        if parsed.undescribed:
-            out.undescribed.append(rel)
-        out.files[rel] = source.content_hash
-        out.stats[rel] = list(source.stat)
-        out.chunks.extend(replace(chunk, commit=commit) for chunk in parsed.chunks)
-        if on_progress is not None:
-            on_progress(Progress("reading", done, len(paths)))
-    return out
+            known = cache.get_many([c.content_hash for c in chunked.chunks]) if cache is not None else {}
+        finally:
+            if cache is not None:
+                cache.close()
+        change = Change(
+            remove_paths=remove,
+            chunks=[NewChunk(chunk, known.get(chunk.content_hash)) for chunk in chunked.chunks],
+            files=chunked.files,
+            problems=[*chunked.skipped, *chunked.warnings],
+            commit=commit,
+        )
+        store.apply(change)
+
+    def _chunk(self, paths: Iterable[str], kind: str, commit: str | None) -> _Chunked:
+        out = _Chunked()
+        paths = sorted(paths)
+        counter: TokenCounter | None = None
+        last = 0.0
+        for done, rel in enumerate(paths, start=1):
+            source = read_source(self.root, rel, self.settings, kind)
+            if isinstance(source, FileProblem):
+                out.skipped.append(source)
+                continue
+            counter = counter or self._counter()
+            try:
+                parsed = chunk_source(source, counter.max_tokens, counter.count_tokens)
+            except Exception as exc:  # one bad file must never stop the run
+                out.skipped.append(FileProblem(rel, f"could not be chunked: {type(exc).__name__}: {exc}"))
+                continue
+            out.warnings.extend(parsed.problems)
+            if not parsed.chunks and kind == "docs":
+                out.warnings.append(FileProblem(rel, "empty: no text to index"))
+            if parsed.undescribed:
+                out.undescribed.append(rel)
+            out.files.append(FileFacts(rel, source.content_hash, source.stat[0], source.stat[1]))
+            out.chunks.extend(replace(chunk, commit=commit) for chunk in parsed.chunks)
+            now = time.monotonic()
+            if self._on_progress is not None and (now - last > 0.1 or done == len(paths)):
+                last = now
+                self._on_progress(Progress(f"reading {kind}", done, len(paths)))
+        return out
+
+    def _report(
+        self, store: ChunkStore, chunked: _Chunked, removed: int, started: float, write: bool = True
+    ) -> IndexReport:
+        coverage = store.coverage()
+        pending = coverage.chunks - coverage.embedded
+        return IndexReport(
+            files_indexed=len(chunked.files),
+            chunks_total=len(chunked.chunks),
+            chunks_embedded=0,
+            chunks_reused=len(chunked.chunks) - min(pending, len(chunked.chunks)) if write else 0,
+            files_removed=removed,
+            skipped=tuple(chunked.skipped),
+            warnings=tuple(chunked.warnings),
+            undescribed=tuple(chunked.undescribed),
+            seconds=round(time.monotonic() - started, 3),
+            chunks_pending=pending,
+            dense_coverage=coverage.ratio,
+        )
 
 
-def _embed(
-    chunks: list[Chunk], settings: Settings, embedder: Embedder, on_progress: ProgressCallback | None
-) -> tuple[npt.NDArray[np.float32], int]:
-    cache = (
-        EmbeddingCache(settings.home / "embeddings" / f"{embedder.fingerprint}.sqlite", embedder.dims)
-        if embedder.fingerprint
-        else None
-    )
-
-    def embed(texts: list[str]) -> npt.NDArray[np.float32]:
-        done = 0
-
-        def tick(count: int) -> None:
-            nonlocal done
-            done += count
-            if on_progress is not None:
-                on_progress(Progress("embedding", done, len(texts)))
-
-        return embedder.embed_documents(texts, tick)
-
+@contextlib.contextmanager
+def try_lock(path: Path) -> Iterator[bool]:
+    """A non-blocking exclusive flock: yields whether it was taken."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
-        return embed_with_cache([c.embed_text for c in chunks], embed, cache, embedder.dims)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
     finally:
-        if cache is not None:
-            cache.close()
+        os.close(fd)
 
 
-def _manifest(
-    root: Path, settings: Settings, embedder: Embedder, thresholds: tuple[float, float], commit: str | None
-) -> Manifest:
-    return Manifest(
-        format_version=FORMAT_VERSION,
-        knowledge_version=__version__,
-        model_id=embedder.model_id,
-        model_variant=settings.model_variant,
-        dims=embedder.dims,
-        metric="cos",
-        chunker_version=CHUNKER_VERSION,
-        fingerprint=index_fingerprint(embedder),
-        threshold=thresholds[0],
-        full_threshold=thresholds[1],
-        built_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        commit=commit,
-        selection=selection_fingerprint(settings),
-    )
+@dataclass(slots=True)
+class EmbedResult:
+    embedded: int = 0  # run through the model
+    reused: int = 0  # found in the cache
+    ran: bool = False  # False when another process was already embedding
+    seconds: float = 0.0
 
 
-def _sync_lexical(root: Path, kind: str) -> None:
-    store = IndexStore.open(root, kind)
-    sync_all(index_dir(root), kind, store.chunks, store.generation)
-
-
-def _head(root: Path) -> str | None:
-    return git.head_commit(root) if git.repo_root(root) is not None else None
-
-
-def _report(chunked: _Chunked, embedded: int, removed: int, started: float, reindexed: int) -> IndexReport:
-    return IndexReport(
-        files_indexed=reindexed,
-        chunks_total=len(chunked.chunks),
-        chunks_embedded=embedded,
-        chunks_reused=len(chunked.chunks) - embedded,
-        files_removed=removed,
-        skipped=tuple(chunked.skipped),
-        warnings=tuple(chunked.warnings),
-        undescribed=tuple(chunked.undescribed),
-        seconds=round(time.monotonic() - started, 3),
-    )
-
-
-def _merge(reports: list[IndexReport], started: float) -> IndexReport:
-    return IndexReport(
-        files_indexed=sum(r.files_indexed for r in reports),
-        chunks_total=sum(r.chunks_total for r in reports),
-        chunks_embedded=sum(r.chunks_embedded for r in reports),
-        chunks_reused=sum(r.chunks_reused for r in reports),
-        files_removed=sum(r.files_removed for r in reports),
-        skipped=tuple(p for r in reports for p in r.skipped),
-        warnings=tuple(p for r in reports for p in r.warnings),
-        undescribed=tuple(p for r in reports for p in r.undescribed),
-        seconds=round(time.monotonic() - started, 3),
-    )
-
-
-def _reindex_kind_all(
+def embed_pending(
     root: Path,
-    settings: Settings,
-    embedder: Embedder,
-    thresholds: tuple[float, float],
-    on_progress: ProgressCallback | None,
-    kind: str,
-    commit: str | None,
-) -> IndexReport:
-    started = time.monotonic()
-    chunked = _chunk_files(root, settings, embedder, candidate_paths(root, settings, kind), commit, on_progress, kind)
-    vectors, embedded = _embed(chunked.chunks, settings, embedder, on_progress)
-    manifest = _manifest(root, settings, embedder, thresholds, commit)
-    IndexStore.write(root, kind, manifest, chunked.chunks, vectors, chunked.table())
-    _sync_lexical(root, kind)
-    return _report(chunked, embedded, 0, started, len(chunked.files))
-
-
-def _reindex_all_locked(
-    root: Path,
-    settings: Settings,
-    embedder: Embedder,
-    thresholds: tuple[float, float],
-    on_progress: ProgressCallback | None,
-    kinds: Iterable[str] = KINDS,
-) -> IndexReport:
-    started = time.monotonic()
-    commit = _head(root)
-    reports = [_reindex_kind_all(root, settings, embedder, thresholds, on_progress, kind, commit) for kind in kinds]
-    return _merge(reports, started)
-
-
-def reindex_all(
-    root: Path,
-    settings: Settings,
-    embedder: Embedder,
-    thresholds: tuple[float, float],
+    stores: list[ChunkStore],
+    embedder: Callable[[], DocumentEmbedder],
+    cache: EmbeddingCache | None,
+    writer_lock: Callable[[], contextlib.AbstractContextManager[None]],
     on_progress: ProgressCallback | None = None,
-) -> IndexReport:
-    """Rebuild the docs and code indexes from scratch (reusing cached vectors) and swap each in atomically."""
-    with locked(root):
-        return _reindex_all_locked(root, settings, embedder, thresholds, on_progress)
-
-
-def changed_by_content(root: Path, settings: Settings, store: IndexStore) -> set[str]:
-    """Every path whose content differs from what is indexed: the fallback when git history cannot tell."""
-    candidates = set(candidate_paths(root, settings, store.kind))
-    changed = {p for p in set(store.files) | {s.path for s in store.skipped} if p not in candidates}
-    for rel in candidates:
-        try:
-            digest = hashlib.sha256((root / rel).read_bytes()).hexdigest()
-        except OSError:
-            digest = ""
-        if store.files.get(rel) != digest:
-            changed.add(rel)
-    return changed
-
-
-def changed_since_index(root: Path, settings: Settings, store: IndexStore, worktree: bool) -> set[str]:
-    """Paths to re-index: the diff from the stored commit to HEAD (plus work-tree changes if asked)."""
-    stored, head = store.manifest.commit, _head(root)
-    if (
-        stored is None
-        or head is None
-        or store.manifest.selection != selection_fingerprint(settings)
-        or not git.commit_exists(root, stored)
-    ):
-        return changed_by_content(root, settings, store)
-    paths = git.changed_paths(root, stored, head) if stored != head else set()
-    if worktree:
-        paths |= git.worktree_changes(root)
-    return paths
-
-
-def _reindex_kind_changes(
-    root: Path,
-    settings: Settings,
-    embedder: Embedder,
-    thresholds: tuple[float, float],
-    paths: Iterable[str] | None,
-    worktree: bool,
-    on_progress: ProgressCallback | None,
-    kind: str,
-    commit: str | None,
-) -> IndexReport:
+    compact_at_end: bool = False,
+) -> EmbedResult:
+    """Give every pending chunk its vector, batch by batch; the model loads only if the cache lacks something."""
+    result = EmbedResult()
     started = time.monotonic()
     try:
-        store = IndexStore.open(root, kind)
-        store.check_compatible(index_fingerprint(embedder))
-    except (IndexNotFoundError, IndexCorruptError, IndexIncompatibleError):
-        # No usable index, or one built by another model or chunker: rebuild (beside it, swapped in at the end).
-        return _reindex_kind_all(root, settings, embedder, thresholds, on_progress, kind, commit)
-    targets = set(paths) if paths is not None else changed_since_index(root, settings, store, worktree)
-    if not targets and commit == store.manifest.commit:
-        return _report(_Chunked(), 0, 0, started, 0)
-    candidates = set(candidate_paths(root, settings, kind)) & targets
-    chunked = _chunk_files(root, settings, embedder, candidates, commit, on_progress, kind)
-    vectors, embedded = _embed(chunked.chunks, settings, embedder, on_progress)
-    removed = len([p for p in targets if p in store.files and p not in chunked.files])
-    manifest = _manifest(root, settings, embedder, thresholds, commit)
-    store.updated(manifest, targets, chunked.chunks, vectors, chunked.table())
-    _sync_lexical(root, kind)
-    return _report(chunked, embedded, removed, started, len(chunked.files))
+        _embed_all(root, stores, embedder, cache, writer_lock, on_progress, compact_at_end, result)
+    finally:
+        result.seconds = round(time.monotonic() - started, 3)
+    return result
 
 
-def reindex_changes(
+def _embed_all(
     root: Path,
-    settings: Settings,
-    embedder: Embedder,
-    thresholds: tuple[float, float],
-    paths: Iterable[str] | None = None,
-    worktree: bool = False,
-    on_progress: ProgressCallback | None = None,
-) -> IndexReport:
-    """Bring the index up to date by re-indexing only changed paths (or exactly `paths`)."""
+    stores: list[ChunkStore],
+    embedder: Callable[[], DocumentEmbedder],
+    cache: EmbeddingCache | None,
+    writer_lock: Callable[[], contextlib.AbstractContextManager[None]],
+    on_progress: ProgressCallback | None,
+    compact_at_end: bool,
+    result: EmbedResult,
+) -> None:
+    while True:
+        with try_lock(embed_lock_path(root)) as mine:
+            if not mine:
+                return
+            result.ran = True
+            for store in stores:
+                _embed_store(store, embedder, cache, writer_lock, on_progress, result)
+                if compact_at_end:
+                    with writer_lock():
+                        store.compact(force=True)
+        # Released: anything committed since is either ours to take (lock free) or the next runner's.
+        if not any(store.pending_size()[0] for store in stores):
+            return
+
+
+def _embed_store(
+    store: ChunkStore,
+    embedder: Callable[[], DocumentEmbedder],
+    cache: EmbeddingCache | None,
+    writer_lock: Callable[[], contextlib.AbstractContextManager[None]],
+    on_progress: ProgressCallback | None,
+    result: EmbedResult,
+) -> None:
+    total, chars_total = store.pending_size()
+    if total == 0:
+        return
+    done = chars_done = 0
     started = time.monotonic()
-    with locked(root):
-        commit = _head(root)
-        reports = [
-            _reindex_kind_changes(root, settings, embedder, thresholds, paths, worktree, on_progress, kind, commit)
-            for kind in KINDS
-        ]
-    return _merge(reports, started)
+    last_report = 0.0
+    try:
+        while True:
+            batch = store.pending(EMBED_BATCH)
+            if not batch:
+                break
+            known = cache.get_many([p.content_hash for p in batch]) if cache is not None else {}
+            missing = [p for p in batch if p.content_hash not in known]
+            fresh: dict[str, npt.NDArray[np.float32]] = {}
+            if missing:
+                texts = list(dict.fromkeys(p.embed_text for p in missing))
+                vectors = embedder().embed_documents(texts)
+                by_text = dict(zip(texts, vectors, strict=True))
+                fresh = {p.content_hash: by_text[p.embed_text] for p in missing}
+                if cache is not None:
+                    cache.put_many(fresh)
+            with writer_lock():
+                store.add_vectors({p.key: known.get(p.content_hash, fresh.get(p.content_hash)) for p in batch})
+                store.compact()
+            result.embedded += len(missing)
+            result.reused += len(batch) - len(missing)
+            done += len(batch)
+            chars_done += sum(len(p.embed_text) for p in batch)
+            now = time.monotonic()
+            rate = chars_done / max(1e-6, now - started) if result.embedded else 0.0
+            progress = EmbedProgress(
+                done, max(total, done), chars_done, max(chars_total, chars_done), rate, time.time()
+            )
+            if now - last_report >= PROGRESS_SECONDS:
+                last_report = now
+                store.record_progress(progress)
+            if on_progress is not None:
+                on_progress(Progress(f"embedding {store.kind}", done, max(total, done), progress.eta_seconds))
+    finally:
+        store.record_progress(None)

@@ -1,37 +1,55 @@
-"""KnowledgeBase: the facade every frontend uses; holds settings and one warm embedder."""
+"""KnowledgeBase: the facade every frontend uses. It owns one KindIndex per kind and loads the model only when
+something must be embedded (or a query must be, once vectors exist)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import subprocess
+import sys
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 from . import git
 from .config import Settings, load_settings
 from .corpus import KINDS, candidate_paths, read_source
-from .embedding import Embedder, load_embedder, model_spec
-from .errors import IndexLockedError, KnowledgeError, PathOutsideRepositoryError
-from .fs import is_locked
-from .git import repo_root
-from .indexer import (
-    ProgressCallback,
-    changed_by_content,
-    index_fingerprint,
-    reindex_all,
-    reindex_changes,
-    selection_fingerprint,
+from .embedding import model_spec
+from .errors import (
+    IndexCorruptError,
+    IndexIncompatibleError,
+    IndexNotFoundError,
+    KnowledgeError,
+    PathOutsideRepositoryError,
 )
-from .lexical import LexicalIndex, lexical_path
+from .fs import file_lock, is_locked
+from .git import repo_root
+from .indexer import EmbedResult, Indexer, ProgressCallback, embed_pending, index_fingerprint, open_cache
+from .kind import KindIndex
+from .model_access import EmbedderFactory, ModelAccess
 from .records import FileProblem, IndexReport, IndexStatus, SearchHit, SearchResponse, SourceText
-from .search import SearchOptions, search
-from .store import IndexStore, index_dir, lock_path, locked
+from .request import SearchRequest
+from .search import resolve_options, search
+from .store import embed_lock_path, index_dir, lock_path
+from .store.engines import open_store, store_exists
 
-EmbedderFactory = Callable[[Settings], Embedder]
 
-
-def _default_factory(on_step: Callable[[str], None] | None) -> EmbedderFactory:
-    return lambda settings: load_embedder(settings.model, settings.home, settings.model_variant, on_step)
+def _merge(reports: list[IndexReport], started: float) -> IndexReport:
+    pending = sum(r.chunks_pending for r in reports)
+    return IndexReport(
+        files_indexed=sum(r.files_indexed for r in reports),
+        chunks_total=sum(r.chunks_total for r in reports),
+        chunks_embedded=0,
+        chunks_reused=sum(r.chunks_reused for r in reports),
+        files_removed=sum(r.files_removed for r in reports),
+        skipped=tuple(p for r in reports for p in r.skipped),
+        warnings=tuple(p for r in reports for p in r.warnings),
+        undescribed=tuple(p for r in reports for p in r.undescribed),
+        seconds=round(time.monotonic() - started, 3),
+        chunks_pending=pending,
+        dense_coverage=min((r.dense_coverage for r in reports), default=1.0),
+    )
 
 
 class KnowledgeBase:
@@ -46,10 +64,8 @@ class KnowledgeBase:
     ) -> None:
         self.root = root
         self.settings = settings
-        self._factory = embedder_factory or _default_factory(on_model_step)
-        self._embedder: Embedder | None = None
-        self._store_cache: dict[str, tuple[tuple[int, int, int], IndexStore]] = {}
-        self._lexical_index: dict[str, LexicalIndex] = {}
+        self.model = ModelAccess(settings, embedder_factory, on_model_step)
+        self._indexes: dict[str, tuple[int, KindIndex]] = {}
 
     @classmethod
     def open(
@@ -67,32 +83,186 @@ class KnowledgeBase:
         settings, _ = load_settings(root, overrides)
         return cls(root, settings, embedder_factory, on_model_step)
 
-    def stores(self) -> list[IndexStore]:
-        """Every kind's index that exists (docs always: it names the one command to run when missing)."""
-        return [self.store(kind) for kind in KINDS if kind == "docs" or IndexStore.exists(self.root, kind)]
+    # ---- the indexes ------------------------------------------------------------------------------------------
+    def index(self, kind: str) -> KindIndex:
+        """The kind's index, reopened only when a rebuild has swapped a new one in."""
+        marker = index_dir(self.root) / f"{kind}.sqlite"
+        try:
+            inode = marker.stat().st_ino
+        except OSError:
+            inode = -1
+        cached = self._indexes.get(kind)
+        if cached is not None and cached[0] == inode:
+            return cached[1]
+        if cached is not None:
+            cached[1].store.close()
+        index = KindIndex(self.root, self.settings, kind, open_store(self.root, kind))
+        self._indexes[kind] = (inode, index)
+        return index
+
+    def indexes(self, kinds: tuple[str, ...] = KINDS) -> list[KindIndex]:
+        """Every existing index of `kinds` (docs always: it names the one command to run when missing)."""
+        return [self.index(kind) for kind in kinds if kind == "docs" or store_exists(self.root, kind)]
+
+    def _head(self) -> str | None:
+        return git.head_commit(self.root) if git.repo_root(self.root) is not None else None
+
+    def default_thresholds(self) -> tuple[float, float]:
+        spec = model_spec(self.settings.model)
+        return spec.threshold, spec.full_threshold
+
+    def _indexer(self, on_progress: ProgressCallback | None) -> Indexer:
+        return Indexer(
+            self.root, self.settings, self.model.identity(), self.default_thresholds(), self.model.counter, on_progress
+        )
+
+    def _writer_lock(self) -> contextlib.AbstractContextManager[None]:
+        return file_lock(lock_path(self.root))
+
+    # ---- indexing ---------------------------------------------------------------------------------------------
+    def reindex_all(self, on_progress: ProgressCallback | None = None, embed: bool = True) -> IndexReport:
+        """A clean index of every kind, searchable as soon as the chunks are in; then (if `embed`) the vectors."""
+        started = time.monotonic()
+        with self._writer_lock():
+            indexer = self._indexer(on_progress)
+            commit = self._head()
+            reports = [indexer.rebuild(kind, commit)[1] for kind in KINDS]
+        result = self.embed_pending(on_progress, compact=True) if embed else None
+        return self.completed(_merge(reports, started), result)
+
+    def reindex_changes(
+        self,
+        paths: list[str] | None = None,
+        worktree: bool = False,
+        on_progress: ProgressCallback | None = None,
+        embed: bool = True,
+    ) -> IndexReport:
+        """Re-index what changed since the indexed commit (or exactly `paths`, repository-relative)."""
+        started = time.monotonic()
+        with self._writer_lock():
+            commit = self._head()
+            reports = [self._update_kind(kind, paths, worktree, commit, on_progress) for kind in KINDS]
+        result = self.embed_pending(on_progress) if embed and any(r.chunks_pending for r in reports) else None
+        return self.completed(_merge(reports, started), result)
+
+    def _update_kind(
+        self,
+        kind: str,
+        paths: list[str] | None,
+        worktree: bool,
+        commit: str | None,
+        on_progress: ProgressCallback | None,
+    ) -> IndexReport:
+        try:
+            index = self.index(kind)
+        except (IndexNotFoundError, IndexCorruptError, IndexIncompatibleError):
+            return self._indexer(on_progress).rebuild(kind, commit)[1]
+        manifest = index.store.manifest
+        if not self.model.may_have_built(manifest.model_id, manifest.model_variant, manifest.fingerprint):
+            return self._indexer(on_progress).rebuild(kind, commit)[1]
+        targets = set(paths) if paths is not None else index.changed_since_index(commit, worktree)
+        if not targets and commit == index.commit:
+            coverage = index.coverage()
+            pending = coverage.chunks - coverage.embedded
+            return IndexReport(0, 0, 0, 0, 0, chunks_pending=pending, dense_coverage=coverage.ratio)
+        indexer = self._indexer(on_progress)
+        if not indexer.compatible(index.store):  # another model or chunker: rebuild (vectors come from the cache)
+            return indexer.rebuild(kind, commit)[1]
+        return indexer.update(index, targets, commit)
+
+    def embed_pending(self, on_progress: ProgressCallback | None = None, compact: bool = False) -> EmbedResult:
+        """Embed every chunk still without a vector; returns at once if another process is already on it."""
+        stores = [index.store for index in self.indexes() if index.coverage().embedded < index.coverage().chunks]
+        if not stores and not compact:
+            return EmbedResult()
+        stores = stores or [index.store for index in self.indexes()]
+        cache = open_cache(self.settings, self.model.identity())
+        try:
+            return embed_pending(
+                self.root, stores, self.model.embedder, cache, self._writer_lock, on_progress, compact_at_end=compact
+            )
+        finally:
+            if cache is not None:
+                cache.close()
+
+    def completed(self, report: IndexReport, embedded: EmbedResult | None = None) -> IndexReport:
+        """`report` with what the embedding step did and the coverage now."""
+        coverages = [index.coverage() for index in self.indexes()]
+        total = sum(c.chunks for c in coverages)
+        done = sum(c.embedded for c in coverages)
+        return replace(
+            report,
+            chunks_embedded=embedded.embedded if embedded else report.chunks_embedded,
+            chunks_reused=report.chunks_reused + (embedded.reused if embedded else 0),
+            chunks_pending=total - done,
+            dense_coverage=1.0 if total == 0 else round(done / total, 4),
+            seconds=round(report.seconds + (embedded.seconds if embedded else 0.0), 3),
+        )
+
+    def embed_in_background(self) -> bool:
+        """Start a detached `knowledge embed` for pending chunks; False when one is already running."""
+        if is_locked(embed_lock_path(self.root)):
+            return False
+        log = index_dir(self.root) / "logs" / "embed.log"
+        log.parent.mkdir(parents=True, exist_ok=True)
+        with log.open("ab") as out:
+            subprocess.Popen(
+                [sys.executable, "-m", "knowledge", "-C", str(self.root), "embed", "--quiet"],
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=out,
+                start_new_session=True,
+                env={**os.environ},
+            )
+        return True
+
+    def needs_catch_up(self) -> bool:
+        """Cheap check (one `git rev-parse`, one stat pass) whether the index trails HEAD or the files."""
+        if not store_exists(self.root, "docs"):
+            return True
+        head = self._head()
+        for index in self.indexes():
+            if index.selection_changed() or index.commit != head or index.stat_changed():
+                return True
+        return False
+
+    def catch_up(self) -> IndexReport | None:
+        """Bring the index up to date if it trails; None (and almost no work) when it is current."""
+        if not self.needs_catch_up():
+            return None
+        return self.reindex_changes(worktree=True)
+
+    # ---- reading ----------------------------------------------------------------------------------------------
+    def search(self, request: SearchRequest | str, **fields: object) -> SearchResponse:
+        """Ranked chunks for `request` (or a query and SearchRequest fields); unasked fields fall back to settings,
+        then to the index's calibration."""
+        if isinstance(request, str):
+            request = SearchRequest(request, **fields)  # type: ignore[arg-type]
+        kinds = KINDS if request.kind == "all" else (request.kind,)
+        sources = self.indexes(kinds)
+        if any(index.coverage().embedded for index in sources):
+            fingerprint = index_fingerprint(self.model.identity().fingerprint)
+            for index in sources:
+                if index.store.manifest.fingerprint != fingerprint:
+                    manifest = index.store.manifest
+                    raise IndexIncompatibleError(
+                        f"{index_dir(self.root) / (index.kind + '.meta.json')}: built with {manifest.model_id} "
+                        f"({manifest.model_variant}), but the configured model is {self.settings.model} "
+                        f"({self.settings.model_variant}); run `knowledge reindex-all`"
+                    )
+            embed_query = self.model.embedder().embed_query
+        else:
+            embed_query = None
+        manifest = sources[0].store.manifest
+        options = resolve_options(request, self.settings, (manifest.threshold, manifest.full_threshold))
+        return search(sources, embed_query, self.model.count_tokens, request.query, options, self.is_stale)
 
     def is_stale(self, path: str) -> bool:
         """True when `path` differs on disk from what its index holds."""
-        for store in self.stores():
-            if path in store.files:
-                return store.file_changed(path)
+        for index in self.indexes():
+            if path in index.store.files():
+                return index.is_stale(path)
         return True
-
-    def store(self, kind: str = "docs") -> IndexStore:
-        """The current index of `kind`, reopened only when a writer has replaced its metadata since the last call."""
-        meta = IndexStore.paths(self.root, kind)[1]
-        try:
-            info = meta.stat()
-            identity = (info.st_ino, info.st_mtime_ns, info.st_size)
-        except OSError:
-            identity = None
-        cached = self._store_cache.get(kind)
-        if cached is not None and identity is not None and cached[0] == identity:
-            return cached[1]
-        store = IndexStore.open(self.root, kind)
-        if identity is not None:
-            self._store_cache[kind] = (identity, store)
-        return store
 
     def source(self, path: str, start: int | None = None, end: int | None = None) -> SourceText:
         """Exact current lines of a file in the repository (1-based, inclusive); refuses paths outside it."""
@@ -118,10 +288,10 @@ class KnowledgeBase:
 
     def source_of_chunk(self, chunk_id: str) -> SourceText:
         """The current lines of the file range a chunk was indexed from."""
-        for store in self.stores():
-            for chunk in store.chunks.values():
-                if chunk.id == chunk_id:
-                    return self.source(chunk.path, chunk.line_start, chunk.line_end)
+        for index in self.indexes():
+            chunk = index.store.chunk_by_id(chunk_id)
+            if chunk is not None:
+                return self.source(chunk.path, chunk.line_start, chunk.line_end)
         raise KnowledgeError(f"{chunk_id}: no chunk with this id in the index")
 
     def docs_for_file(self, path: str) -> list[SearchHit]:
@@ -129,7 +299,7 @@ class KnowledgeBase:
         rel = self.relative_path(path, self.root)
         name = rel.rsplit("/", 1)[-1]
         hits: list[SearchHit] = []
-        for chunk in self.store().chunks.values():
+        for chunk in self.index("docs").all_chunks().values():
             if chunk.path == rel:
                 continue
             exact = rel in chunk.content
@@ -150,29 +320,7 @@ class KnowledgeBase:
                         commit=chunk.commit,
                     )
                 )
-        return sorted(hits, key=lambda h: (-h.score, h.path, h.line_start))
-
-    @property
-    def embedder(self) -> Embedder:
-        if self._embedder is None:
-            self._embedder = self._factory(self.settings)
-        return self._embedder
-
-    def default_thresholds(self) -> tuple[float, float]:
-        spec = model_spec(self.settings.model)
-        return spec.threshold, spec.full_threshold
-
-    def reindex_all(self, on_progress: ProgressCallback | None = None) -> IndexReport:
-        """Rebuild the whole index; unchanged chunks reuse cached vectors."""
-        return reindex_all(self.root, self.settings, self.embedder, self.default_thresholds(), on_progress)
-
-    def reindex_changes(
-        self, paths: list[str] | None = None, worktree: bool = False, on_progress: ProgressCallback | None = None
-    ) -> IndexReport:
-        """Re-index what changed since the indexed commit (or exactly `paths`, repository-relative)."""
-        return reindex_changes(
-            self.root, self.settings, self.embedder, self.default_thresholds(), paths, worktree, on_progress
-        )
+        return sorted(hits, key=lambda h: (-(h.score or 0), h.path, h.line_start))
 
     def relative_path(self, path: str | Path, base: Path | None = None) -> str:
         """`path` (absolute, or relative to `base`) as a repository-relative POSIX path; refuses escapes."""
@@ -185,124 +333,58 @@ class KnowledgeBase:
         except ValueError:
             raise PathOutsideRepositoryError(f"{path}: outside the repository root {self.root}") from None
 
-    def needs_catch_up(self) -> bool:
-        """Cheap check (one `git rev-parse`, one stat pass) whether the index trails HEAD or the files."""
-        if not IndexStore.exists(self.root, "docs"):
-            return True
-        head = git.head_commit(self.root) if git.repo_root(self.root) is not None else None
-        for store in self.stores():
-            if store.manifest.selection != selection_fingerprint(self.settings) or store.manifest.commit != head:
-                return True
-            for rel in store.files:
-                try:
-                    info = (self.root / rel).stat()
-                except OSError:
-                    return True
-                if store.stats.get(rel) != [info.st_mtime_ns, info.st_size]:
-                    return True
-        return False
-
-    def catch_up(self) -> IndexReport | None:
-        """Bring the index up to date if it trails; None (and almost no work) when it is current."""
-        if not self.needs_catch_up():
-            return None
-        return self.reindex_changes(worktree=True)
-
-    def search(
-        self,
-        query: str,
-        *,
-        k: int | None = None,
-        threshold: float | None = None,
-        full_threshold: float | None = None,
-        budget: int | None = None,
-        metadata_only: bool = False,
-        explain: bool = False,
-        kind: str = "all",
-        expand: bool = False,
-    ) -> SearchResponse:
-        """Ranked doc sections for `query`; None arguments fall back to settings, then to the index's calibration."""
-        if not query.strip():
-            raise KnowledgeError("the query is empty")
-        wanted = KINDS if kind == "all" else (kind,)
-        if kind not in {"all", *KINDS}:
-            raise KnowledgeError(f"kind: {kind!r} is not one of all, {', '.join(KINDS)}")
-        stores = [self.store(name) for name in wanted if name == "docs" or IndexStore.exists(self.root, name)]
-        for store in stores:
-            store.check_compatible(index_fingerprint(self.embedder))
-        manifest = stores[0].manifest
-        options = SearchOptions(
-            k=k or self.settings.k,
-            threshold=threshold
-            if threshold is not None
-            else (self.settings.threshold if self.settings.threshold is not None else manifest.threshold),
-            full_threshold=full_threshold
-            if full_threshold is not None
-            else (
-                self.settings.full_threshold if self.settings.full_threshold is not None else manifest.full_threshold
-            ),
-            budget=budget or self.settings.budget,
-            explain=explain,
-            expand=expand,
-            metadata_only=metadata_only,
-        )
-        sources = [(store, self._lexical(store)) for store in stores]
-        return search(sources, self.embedder, query, options, self.is_stale)
-
-    def _lexical(self, store: IndexStore) -> LexicalIndex | None:
-        """The lexical side, synced to `store`; None (dense only) while a writer holds the lock mid-sync."""
-        index = self._lexical_index.get(store.kind)
-        if index is None:
-            index = self._lexical_index[store.kind] = LexicalIndex(lexical_path(index_dir(self.root), store.kind))
-        if index.generation() != store.generation:
-            try:
-                with locked(self.root, timeout=0.5):
-                    index.sync(store.chunks, store.generation)
-            except IndexLockedError:
-                return None
-        return index
-
     def status(self) -> IndexStatus:
-        """What is indexed, with which model, how old, and what was skipped."""
+        """What is indexed, with which model, how old, how much is embedded, and what was skipped."""
         base = {"root": str(self.root), "index_dir": str(index_dir(self.root))}
-        if not IndexStore.exists(self.root, "docs"):
+        if not store_exists(self.root, "docs"):
             return IndexStatus(
                 **base, exists=False, model=None, dims=None, files=0, chunks=0, built_at=None, age_seconds=None
             )
-        stores = self.stores()
-        store = stores[0]
-        built = time.mktime(time.strptime(store.manifest.built_at, "%Y-%m-%dT%H:%M:%SZ")) - time.timezone
+        indexes = self.indexes()
+        manifest = indexes[0].store.manifest
+        built = time.mktime(time.strptime(manifest.built_at, "%Y-%m-%dT%H:%M:%SZ")) - time.timezone
+        summaries = {index.kind: index.store.summary() for index in indexes}
+        coverages = {index.kind: index.coverage() for index in indexes}
+        total = sum(c.chunks for c in coverages.values())
+        embedded = sum(c.embedded for c in coverages.values())
+        etas = [c.progress.eta_seconds for c in coverages.values() if c.progress and c.progress.eta_seconds is not None]
         return IndexStatus(
             **base,
             exists=True,
-            model=f"{store.manifest.model_id} ({store.manifest.model_variant})",
-            dims=store.manifest.dims,
-            files=sum(len(s.files) for s in stores),
-            chunks=sum(len(s.chunks) for s in stores),
-            built_at=store.manifest.built_at,
+            model=f"{manifest.model_id} ({manifest.model_variant})",
+            dims=manifest.dims,
+            files=sum(s.files for s in summaries.values()),
+            chunks=total,
+            built_at=manifest.built_at,
             age_seconds=round(time.time() - built, 1),
-            skipped=tuple(p for s in stores for p in s.skipped),
-            thresholds={"threshold": store.manifest.threshold, "full_threshold": store.manifest.full_threshold},
-            kinds={s.kind: {"files": len(s.files), "chunks": len(s.chunks)} for s in stores},
-            **self._freshness(stores),
+            skipped=tuple(p for s in summaries.values() for p in s.problems),
+            thresholds={"threshold": manifest.threshold, "full_threshold": manifest.full_threshold},
+            kinds={
+                kind: {"files": s.files, "chunks": s.chunks, "embedded": coverages[kind].embedded}
+                for kind, s in summaries.items()
+            },
+            dense_coverage=1.0 if total == 0 else round(embedded / total, 4),
+            chunks_pending=total - embedded,
+            embedding_eta_seconds=sum(etas) if etas else None,
+            **self._freshness(indexes),
         )
 
-    def _freshness(self, stores: list[IndexStore]) -> dict[str, object]:
-        head = git.head_commit(self.root) if git.repo_root(self.root) is not None else None
+    def _freshness(self, indexes: list[KindIndex]) -> dict[str, object]:
+        head = self._head()
         behind: int | None = None
-        commit = stores[0].manifest.commit
+        commit = indexes[0].commit
         if head and commit and git.commit_exists(self.root, commit):
             behind = git.commits_between(self.root, commit, head)
         changed: set[str] = set()
-        for store in stores:
-            problem_paths = {p.path for p in store.skipped}
-            changed |= {p for p in changed_by_content(self.root, self.settings, store) if p not in problem_paths}
+        for index in indexes:
+            problem_paths = {p.path for p in index.store.problems()}
+            changed |= {p for p in index.changed_by_content() if p not in problem_paths}
         return {
             "commit": commit,
             "head": head,
             "commits_behind": behind,
             "changed_files": tuple(sorted(changed)),
-            "reindex_running": is_locked(lock_path(self.root)),
+            "reindex_running": is_locked(lock_path(self.root)) or is_locked(embed_lock_path(self.root)),
         }
 
     def lint(self) -> list[FileProblem]:

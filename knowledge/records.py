@@ -66,6 +66,8 @@ class IndexReport:
     warnings: tuple[FileProblem, ...] = ()
     undescribed: tuple[str, ...] = ()  # docs without a `description` (see `knowledge lint`)
     seconds: float = 0.0
+    chunks_pending: int = 0  # chunks still waiting for a vector (searchable lexically meanwhile)
+    dense_coverage: float = 1.0  # share of chunks with a vector
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,7 +77,7 @@ class SearchHit:
     id: str
     path: str
     kind: str
-    score: float
+    score: float | None  # cosine similarity; None while the chunk has no vector yet (lexical match only)
     title: str
     description: str
     section: str
@@ -107,6 +109,7 @@ class SearchResponse:
     threshold: float
     full_threshold: float
     model: str
+    dense_coverage: float = 1.0  # share of the searched chunks that have vectors; below 1 while embedding runs
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,6 +119,7 @@ class Progress:
     stage: str
     done: int
     total: int
+    eta_seconds: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,6 +143,9 @@ class IndexStatus:
     changed_files: tuple[str, ...] = ()  # files whose content on disk differs from the index (work tree included)
     reindex_running: bool = False
     kinds: dict[str, dict[str, int]] = field(default_factory=dict)  # per kind: files, chunks
+    dense_coverage: float = 1.0
+    chunks_pending: int = 0
+    embedding_eta_seconds: float | None = None  # while an embedding run is going
 
 
 @dataclass(frozen=True, slots=True)

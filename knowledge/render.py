@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
-from .records import IndexReport, IndexStatus, SearchHit, SearchResponse, SourceText
+from .records import FileProblem, IndexReport, IndexStatus, SearchHit, SearchResponse, SourceText
 
 SEARCH_FORMAT_VERSION = 1
 
@@ -21,6 +21,7 @@ def search_to_dict(response: SearchResponse) -> dict[str, Any]:
         "budget": response.budget,
         "tokens_used": response.tokens_used,
         "omitted": response.omitted,
+        "dense_coverage": response.dense_coverage,
         "results": [asdict(hit) for hit in response.results],
     }
 
@@ -35,7 +36,8 @@ def search_to_text(response: SearchResponse) -> str:
         else:
             what = hit.section or hit.title
         via = f"  [{hit.neighbour_of}]" if hit.neighbour_of else ""
-        out.append(f"[{hit.score:.3f}] {hit.path}:{hit.line_start}-{hit.line_end}  {what}{via}")
+        score = "lex  " if hit.score is None else f"{hit.score:.3f}"
+        out.append(f"[{score}] {hit.path}:{hit.line_start}-{hit.line_end}  {what}{via}")
         for label, refs in (("calls", hit.calls), ("called by", hit.called_by)):
             if refs:
                 out.append(f"        {label}: " + ", ".join(f"{r['name']} ({r['path']}:{r['line']})" for r in refs[:5]))
@@ -51,6 +53,8 @@ def search_to_text(response: SearchResponse) -> str:
     tail = f"{response.tokens_used}/{response.budget} tokens"
     if response.omitted:
         tail += f", {response.omitted} more result(s) left out"
+    if response.dense_coverage < 1:
+        tail += f"; {response.dense_coverage:.0%} embedded so far ([lex]: lexical match, no vector yet)"
     out.append(tail)
     return "\n".join(out) + "\n"
 
@@ -67,6 +71,8 @@ def report_summary(report: IndexReport) -> str:
         f"indexed {report.files_indexed} files, {report.chunks_total} chunks "
         f"({report.chunks_embedded} embedded, {report.chunks_reused} from cache) in {report.seconds:.1f}s"
     )
+    if report.chunks_pending:
+        line += f"; {report.chunks_pending} chunks wait for vectors ({report.dense_coverage:.0%} embedded)"
     if report.files_removed:
         line += f"; {report.files_removed} removed"
     if report.skipped:
@@ -78,6 +84,14 @@ def status_to_dict(status: IndexStatus) -> dict[str, Any]:
     data = asdict(status)
     data["skipped"] = [str(p) for p in status.skipped]
     return data
+
+
+def status_from_dict(data: dict[str, Any]) -> IndexStatus:
+    """The inverse of status_to_dict, for answers that came from a server or the daemon."""
+    fields = {**data}
+    fields["skipped"] = tuple(FileProblem(*str(p).split(": ", 1)) for p in data.get("skipped", ()))
+    fields["changed_files"] = tuple(data.get("changed_files", ()))
+    return IndexStatus(**{name: fields[name] for name in IndexStatus.__dataclass_fields__ if name in fields})
 
 
 def status_to_text(status: IndexStatus) -> str:
@@ -95,6 +109,10 @@ def status_to_text(status: IndexStatus) -> str:
             else ""
         ),
         f"built:      {status.built_at} ({_age(status.age_seconds or 0)} ago)",
+        f"embedded:   {status.dense_coverage:.1%} of chunks have vectors"
+        + (f" ({status.chunks_pending} pending" if status.chunks_pending else "")
+        + (f", about {_age(status.embedding_eta_seconds)} left)" if status.embedding_eta_seconds is not None else "")
+        + (")" if status.chunks_pending and status.embedding_eta_seconds is None else ""),
         f"thresholds: similarity {status.thresholds.get('threshold')}, "
         f"full content {status.thresholds.get('full_threshold')}",
     ]
@@ -144,4 +162,5 @@ def search_from_dict(data: dict[str, Any]) -> SearchResponse:
         threshold=data["threshold"],
         full_threshold=data["full_threshold"],
         model=data["model"],
+        dense_coverage=data.get("dense_coverage", 1.0),
     )

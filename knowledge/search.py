@@ -12,12 +12,16 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .budget import pack
-from .embedding import Embedder
-from .lexical import LexicalIndex, chunk_text, identifiers, terms
+from .config import Settings
+from .kind import KindIndex
+from .lexical import identifiers, terms
 from .records import Chunk, SearchHit, SearchResponse
-from .store import IndexStore
+from .request import SearchRequest
 
 CANDIDATE_FLOOR = 50
+# Before a chunk has its vector, only its lexical rank speaks for it: keep the top ranks, show text for the first few.
+LEXICAL_KEPT_RANKS = 10
+LEXICAL_FULL_RANKS = 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,7 +59,7 @@ class SearchOptions:
 @dataclass(slots=True)
 class Candidate:
     key: int
-    cosine: float = 0.0
+    cosine: float | None = 0.0
     dense_rank: int | None = None
     lexical_score: float | None = None
     lexical_rank: int | None = None
@@ -92,53 +96,79 @@ def lexical_scale(query_terms: int | None, params: FusionParams) -> float:
     return min(1.0, query_terms / max(1, params.lexical_full_terms))
 
 
-def _exact_matches(query: str, chunks: dict[int, Chunk], keys: Sequence[int]) -> set[int]:
+def _exact_matches(query: str, index: KindIndex, keys: Sequence[int]) -> set[int]:
     wanted = identifiers(query)
-    if not wanted:
-        return set()
     # Code only: in prose, camelCase words are terms of art ("vCJD", "iPSC"), and boosting them lowered SciFact dev
     # nDCG@10 (0.7232 without, 0.7213 with); in code they are names.
-    return {key for key in keys if chunks[key].kind == "code" and wanted & set(terms(chunk_text(chunks[key])))}
+    if not wanted or index.kind != "code":
+        return set()
+    return {key for key, body in index.store.lexical_terms(keys).items() if wanted & set(body.split())}
 
 
 def retrieve(
-    store: IndexStore, lexical: LexicalIndex | None, query: str, vector: np.ndarray, depth: int, params: FusionParams
+    index: KindIndex, query: str, vector: np.ndarray | None, depth: int, params: FusionParams
 ) -> list[Candidate]:
-    """Fused candidates with the cosine of every one of them (lexical-only ones included)."""
-    dense = store.search_keys(vector, depth)
-    lexical_hits = lexical.search(query, depth) if lexical is not None else []
+    """Fused candidates with the cosine of every one that has a vector (None: lexical evidence only)."""
+    store = index.store
+    dense = [(hit.key, hit.score) for hit in store.dense_search(vector, depth)] if vector is not None else []
+    query_terms = terms(query)
+    lexical_hits = [(hit.key, hit.score) for hit in store.lexical_search(query_terms, depth)]
     pool = list(dict.fromkeys([key for key, _ in dense] + [key for key, _ in lexical_hits]))
-    candidates = fuse(dense, lexical_hits, params, _exact_matches(query, store.chunks, pool), len(set(terms(query))))
-    missing = [c for c in candidates if c.dense_rank is None]
-    if missing:
-        vectors = store.vectors(np.array([c.key for c in missing], dtype=np.uint64))
-        for candidate, cosine in zip(missing, vectors @ vector, strict=True):
-            candidate.cosine = float(cosine)
+    candidates = fuse(dense, lexical_hits, params, _exact_matches(query, index, pool), len(set(query_terms)))
+    missing = [c.key for c in candidates if c.dense_rank is None]
+    found = store.vectors(missing) if missing and vector is not None else {}
+    for candidate in candidates:
+        if candidate.dense_rank is None:
+            candidate.cosine = float(found[candidate.key] @ vector) if candidate.key in found else None
     return candidates
 
 
-Source = tuple[IndexStore, "LexicalIndex | None"]
+def resolve_options(request: SearchRequest, settings: Settings, calibrated: tuple[float, float]) -> SearchOptions:
+    """The one place a request's unasked fields are filled: request > settings > the index's calibration."""
+
+    def pick(asked: float | None, configured: float | None, default: float) -> float:
+        return asked if asked is not None else (configured if configured is not None else default)
+
+    return SearchOptions(
+        k=request.k or settings.k,
+        threshold=pick(request.threshold, settings.threshold, calibrated[0]),
+        full_threshold=pick(request.full_threshold, settings.full_threshold, calibrated[1]),
+        budget=request.budget or settings.budget,
+        explain=request.explain,
+        expand=request.expand,
+        metadata_only=request.metadata_only,
+    )
 
 
 def search(
-    sources: Sequence[Source],
-    embedder: Embedder,
+    sources: Sequence[KindIndex],
+    embed_query: Callable[[str], np.ndarray] | None,
+    count_tokens: Callable[[str], int],
     query: str,
     options: SearchOptions,
     is_stale: Callable[[str], bool] | None = None,
 ) -> SearchResponse:
-    """Rank chunks of every source (docs, code) for `query`; see docs/agents.md for what each threshold does."""
-    vector = embedder.embed_query(query)
+    """Rank chunks of every source (docs, code) for `query`; see docs/agents.md for what each threshold does.
+
+    `embed_query` is None when no source has a vector yet: the answer is then lexical only, and no model loads.
+    """
+    coverages = [index.coverage() for index in sources]
+    total = sum(c.chunks for c in coverages)
+    embedded = sum(c.embedded for c in coverages)
+    vector = embed_query(query) if embed_query is not None and embedded else None
     depth = max(options.k * 3, CANDIDATE_FLOOR)
     pooled = [
-        (candidate, store)
-        for store, lexical in sources
-        for candidate in retrieve(store, lexical, query, vector, depth, options.fusion)
+        (candidate, index) for index in sources for candidate in retrieve(index, query, vector, depth, options.fusion)
     ]
     # Fused scores are rank-based, so lists from different stores merge on them directly.
     pooled.sort(key=lambda pair: (-pair[0].fused, pair[0].dense_rank or 10**9))
-    # An exact identifier match stays even under the similarity threshold: names are what dense vectors miss.
-    above = [(c, store) for c, store in pooled if c.cosine >= options.threshold or c.exact]
+    # An exact identifier match stays even under the similarity threshold: names are what dense vectors miss. A chunk
+    # with no vector yet cannot be judged by similarity: its lexical rank decides.
+    above = [
+        (c, index)
+        for c, index in pooled
+        if c.exact or (c.cosine >= options.threshold if c.cosine is not None else _lexical_only_kept(c))
+    ]
     stale: dict[str, bool] = {}
 
     def stale_for(path: str) -> bool:
@@ -148,17 +178,29 @@ def search(
             stale[path] = is_stale(path)
         return stale[path]
 
+    chosen = above[: options.k]
+    by_index: dict[int, dict[int, Chunk]] = {}
+    for index in sources:
+        keys = [c.key for c, owner in chosen if owner is index]
+        by_index[id(index)] = index.store.chunks(keys) if keys else {}
     hits = []
-    for candidate, store in above[: options.k]:
-        chunk = store.chunks[candidate.key]
-        full = candidate.cosine >= options.full_threshold and not options.metadata_only
-        graph = store.call_graph() if chunk.kind == "code" else None
+    for candidate, index in chosen:
+        chunk = by_index[id(index)].get(candidate.key)
+        if chunk is None:  # removed by a writer since the candidates were read
+            continue
+        strong = (
+            candidate.cosine >= options.full_threshold
+            if candidate.cosine is not None
+            else (candidate.lexical_rank or 10**9) <= LEXICAL_FULL_RANKS
+        )
+        full = strong and not options.metadata_only
+        graph = index.call_graph() if chunk.kind == "code" else None
         hits.append(
             SearchHit(
                 id=chunk.id,
                 path=chunk.path,
                 kind=chunk.kind,
-                score=round(candidate.cosine, 4),
+                score=None if candidate.cosine is None else round(candidate.cosine, 4),
                 title=chunk.title,
                 description=chunk.description,
                 section=chunk.section,
@@ -178,8 +220,8 @@ def search(
             )
         )
     if options.expand:
-        hits.extend(_neighbours(hits, [store for store, _ in sources], options))
-    kept, used, left_out = pack(hits, options.budget, embedder.count_tokens)
+        hits.extend(_neighbours(hits, list(sources), options))
+    kept, used, left_out = pack(hits, options.budget, count_tokens)
     return SearchResponse(
         query=query,
         results=tuple(kept),
@@ -188,22 +230,26 @@ def search(
         omitted=left_out + max(0, len(above) - options.k),
         threshold=options.threshold,
         full_threshold=options.full_threshold,
-        model=sources[0][0].manifest.model_id if sources else "",
+        model=sources[0].store.manifest.model_id if sources else "",
+        dense_coverage=1.0 if total == 0 else round(embedded / total, 4),
     )
 
 
-def _neighbours(hits: list[SearchHit], stores: list[IndexStore], options: SearchOptions) -> list[SearchHit]:
+def _lexical_only_kept(candidate: Candidate) -> bool:
+    return candidate.lexical_rank is not None and candidate.lexical_rank <= LEXICAL_KEPT_RANKS
+
+
+def _neighbours(hits: list[SearchHit], sources: list[KindIndex], options: SearchOptions) -> list[SearchHit]:
     """The entities the top code hit calls and is called by, full text unless metadata-only was asked."""
     top = next((hit for hit in hits if hit.kind == "code"), None)
-    code = next((store for store in stores if store.kind == "code"), None)
+    code = next((index for index in sources if index.kind == "code"), None)
     if top is None or code is None:
         return []
     shown = {hit.id for hit in hits}
-    by_place = {(chunk.path, chunk.line_start): chunk for chunk in code.chunks.values()}
     out = []
     for relation, refs in (("calls", top.calls or ()), ("called_by", top.called_by or ())):
         for ref in refs:
-            chunk = by_place.get((str(ref["path"]), int(ref["line"])))
+            chunk = code.chunk_at(str(ref["path"]), int(ref["line"]))
             if chunk is None or chunk.id in shown:
                 continue
             shown.add(chunk.id)
@@ -233,7 +279,7 @@ def _neighbours(hits: list[SearchHit], stores: list[IndexStore], options: Search
 
 def _explain(candidate: Candidate) -> dict[str, float | int | bool | None]:
     return {
-        "dense_score": round(candidate.cosine, 4),
+        "dense_score": None if candidate.cosine is None else round(candidate.cosine, 4),
         "dense_rank": candidate.dense_rank,
         "lexical_score": None if candidate.lexical_score is None else round(candidate.lexical_score, 4),
         "lexical_rank": candidate.lexical_rank,

@@ -10,7 +10,7 @@ from knowledge.chunking.code import chunk_code
 from knowledge.cli import cli
 from knowledge.kb import KnowledgeBase
 from knowledge.records import SourceFile
-from knowledge.store import IndexStore
+from knowledge.store.local import LocalStore
 
 from .conftest import HashingEmbedder, commit
 
@@ -163,9 +163,9 @@ def test_editing_one_function_reembeds_only_its_chunk(code_repo):
     report = kb_for(code_repo).reindex_changes()
     assert report.files_indexed == 1
     assert report.chunks_embedded == 1
-    ids = sorted((c.id, c.content_hash) for c in IndexStore.open(code_repo, "code").chunks.values())
+    ids = sorted((c.id, c.content_hash) for c in LocalStore.open(code_repo, "code").all_chunks().values())
     kb_for(code_repo).reindex_all()
-    assert ids == sorted((c.id, c.content_hash) for c in IndexStore.open(code_repo, "code").chunks.values())
+    assert ids == sorted((c.id, c.content_hash) for c in LocalStore.open(code_repo, "code").all_chunks().values())
 
 
 def test_generated_and_vendored_files_are_excluded(git_repo):
@@ -180,7 +180,7 @@ def test_generated_and_vendored_files_are_excluded(git_repo):
         },
     )
     kb_for(git_repo).reindex_all()
-    assert set(IndexStore.open(git_repo, "code").files) == {"src/a.py"}
+    assert set(LocalStore.open(git_repo, "code").files()) == {"src/a.py"}
 
 
 def test_cli_kind_and_explain(code_repo):

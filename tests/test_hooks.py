@@ -11,7 +11,8 @@ import pytest
 from knowledge import hooks
 from knowledge.fs import is_locked, user_cache_dir
 from knowledge.kb import KnowledgeBase
-from knowledge.store import IndexStore, lock_path
+from knowledge.store import lock_path
+from knowledge.store.local import LocalStore
 
 from .conftest import commit, git, write
 
@@ -51,8 +52,8 @@ def wait_for_runs(root, count, timeout=90):
 
 
 def snapshot(root):
-    store = IndexStore.open(root)
-    return sorted((c.id, c.content_hash, c.line_start, c.line_end) for c in store.chunks.values())
+    store = LocalStore.open(root)
+    return sorted((c.id, c.content_hash, c.line_start, c.line_end) for c in store.all_chunks().values())
 
 
 def assert_equals_clean_rebuild(root):

@@ -75,7 +75,7 @@ def test_default_model_index_is_768_dims_and_answers(model_home, docs_repo):
     kb = KnowledgeBase.open(docs_repo)
     report = kb.reindex_all()
     assert report.files_indexed == 3
-    manifest = json.loads((docs_repo / ".knowledge" / "manifest.json").read_text())
+    manifest = json.loads((docs_repo / ".knowledge" / "docs.meta.json").read_text())["manifest"]
     assert manifest["model_id"] == "all-mpnet-base-v2"
     assert manifest["dims"] == 768
     index = Index.restore(str(docs_repo / ".knowledge" / "docs.usearch"))

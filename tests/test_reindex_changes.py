@@ -5,7 +5,7 @@ from click.testing import CliRunner
 
 from knowledge.cli import cli
 from knowledge.kb import KnowledgeBase
-from knowledge.store import IndexStore
+from knowledge.store.local import LocalStore
 
 from .conftest import HashingEmbedder, commit, git, write
 
@@ -17,7 +17,7 @@ def kb_for(root, embedder=None):
 
 
 def snapshot(root):
-    return sorted((c.id, c.content_hash) for c in IndexStore.open(root).chunks.values())
+    return sorted((c.id, c.content_hash) for c in LocalStore.open(root).all_chunks().values())
 
 
 def equals_clean_rebuild(root):
@@ -97,7 +97,7 @@ def test_model_change_rebuilds_instead_of_mixing(repo):
 
     report = kb_for(repo, Other()).reindex_changes()
     assert report.files_indexed == 5
-    store = IndexStore.open(repo)
+    store = LocalStore.open(repo)
     assert store.manifest.dims == 32
     assert store.manifest.fingerprint.startswith("other-model")
 

@@ -1,6 +1,7 @@
 import json
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -10,7 +11,7 @@ import pytest
 
 from knowledge.errors import IndexCorruptError, IndexIncompatibleError, IndexNotFoundError
 from knowledge.kb import KnowledgeBase
-from knowledge.store import IndexStore
+from knowledge.store.local import LocalStore
 
 from .conftest import HashingEmbedder, commit
 
@@ -30,13 +31,15 @@ def indexed_repo(git_repo):
 
 def test_missing_index_names_the_command(git_repo):
     with pytest.raises(IndexNotFoundError, match="knowledge reindex-all"):
-        IndexStore.open(git_repo)
+        LocalStore.open(git_repo)
 
 
-def test_corrupt_metadata_names_the_file(indexed_repo):
-    meta = indexed_repo / ".knowledge" / "docs.meta.json"
-    meta.write_text("{not json")
-    with pytest.raises(IndexCorruptError, match=r"docs\.meta\.json: unreadable index metadata"):
+def test_corrupt_store_names_the_file(indexed_repo):
+    db = indexed_repo / ".knowledge" / "docs.sqlite"
+    for extra in (".knowledge/docs.sqlite-wal", ".knowledge/docs.sqlite-shm"):
+        (indexed_repo / extra).unlink(missing_ok=True)
+    db.write_bytes(b"this is not a database" * 100)
+    with pytest.raises(IndexCorruptError, match=r"docs\.sqlite: unreadable index"):
         open_kb(indexed_repo).search("hooks", threshold=0)
     open_kb(indexed_repo).reindex_all()
     assert open_kb(indexed_repo).search("hooks", threshold=0).results
@@ -45,27 +48,45 @@ def test_corrupt_metadata_names_the_file(indexed_repo):
 def test_garbage_vector_file_is_detected(indexed_repo):
     (indexed_repo / ".knowledge" / "docs.usearch").write_bytes(b"garbage")
     (indexed_repo / ".knowledge" / "docs.usearch.prev").unlink(missing_ok=True)
-    with pytest.raises(IndexCorruptError, match=r"docs\.usearch: does not match docs\.meta\.json"):
-        IndexStore.open(indexed_repo)
+    with pytest.raises(IndexCorruptError, match=r"docs\.usearch: does not match its index"):
+        open_kb(indexed_repo).search("hooks", threshold=0)
 
 
 def test_copied_index_still_opens(indexed_repo, tmp_path):
     copy = tmp_path / "copy"
     subprocess.run(["cp", "-r", str(indexed_repo), str(copy)], check=True)  # new inodes, same bytes
-    assert len(IndexStore.open(copy).chunks) == len(IndexStore.open(indexed_repo).chunks)
+    assert len(LocalStore.open(copy).all_chunks()) == len(LocalStore.open(indexed_repo).all_chunks())
+    assert [h.id for h in open_kb(copy).search("token budget", threshold=0).results] == [
+        h.id for h in open_kb(indexed_repo).search("token budget", threshold=0).results
+    ]
 
 
-def test_crash_between_vector_and_metadata_rename_keeps_previous_generation(indexed_repo):
+def test_crash_after_snapshot_rename_before_it_is_recorded_keeps_the_previous_snapshot(indexed_repo, tmp_path):
     before = open_kb(indexed_repo).search("token budget", threshold=0)
+    folder = indexed_repo / ".knowledge"
+    saved = sqlite3.connect(tmp_path / "saved.sqlite")
+    live = sqlite3.connect(folder / "docs.sqlite")
+    live.backup(saved)
+    live.close()
     commit(indexed_repo, {"docs/new.md": "---\ndescription: n\n---\n# New\n\nnew words here\n"})
-    vectors = indexed_repo / ".knowledge" / "docs.usearch"
-    old_meta = (indexed_repo / ".knowledge" / "docs.meta.json").read_bytes()
-    open_kb(indexed_repo).reindex_all()
-    # Put back the old metadata: the state right after the vector rename, before the metadata rename.
-    (indexed_repo / ".knowledge" / "docs.meta.json").write_bytes(old_meta)
-    assert vectors.with_name("docs.usearch.prev").exists()
+    open_kb(indexed_repo).reindex_changes()
+    store = LocalStore.open(indexed_repo)
+    assert store.compact(force=True)
+    store.close()
+    # Put back the database as it was before the compaction: the state right after the rename, before the commit.
+    live = sqlite3.connect(folder / "docs.sqlite")
+    saved.backup(live)
+    live.close()
+    assert (folder / "docs.usearch.prev").exists()
     after = open_kb(indexed_repo).search("token budget", threshold=0)
     assert [h.id for h in after.results] == [h.id for h in before.results]
+    # A second compaction from that state must not make the orphan the good copy.
+    store = LocalStore.open(indexed_repo)
+    store.compact(force=True)
+    store.close()
+    assert [h.id for h in open_kb(indexed_repo).search("token budget", threshold=0).results] == [
+        h.id for h in before.results
+    ]
 
 
 def test_other_model_is_refused_not_mixed(indexed_repo):
@@ -94,8 +115,7 @@ KnowledgeBase.open(Path({root!r}), embedder_factory=lambda s: Slow()).reindex_al
 """
 
 
-def test_killing_reindex_all_midway_leaves_previous_index_usable(indexed_repo):
-    before = open_kb(indexed_repo).search("install hook", threshold=0)
+def test_killed_while_embedding_stays_searchable_and_resumes_to_a_clean_rebuild(indexed_repo, tmp_path):
     commit(indexed_repo, {f"docs/extra{i}.md": f"# Extra {i}\n\nmore text {i}\n" for i in range(20)})
     script = SLOW_REINDEX.format(tests=str(Path(__file__).parent), root=str(indexed_repo))
     proc = subprocess.Popen(
@@ -107,20 +127,46 @@ def test_killing_reindex_all_midway_leaves_previous_index_usable(indexed_repo):
     assert proc.stdout.readline().strip() == "embedding"
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=10)
-    after = open_kb(indexed_repo).search("install hook", threshold=0)
-    assert [h.id for h in after.results] == [h.id for h in before.results]
+    # Chunks are in, vectors are not: the index answers, lexically for the new files, and says how much is embedded.
+    during = open_kb(indexed_repo).search("more text", threshold=0)
+    assert during.dense_coverage < 1
+    assert any(h.path.startswith("docs/extra") and h.score is None for h in during.results)
     status = open_kb(indexed_repo).status()
-    assert status.files == 3
-    # The lock died with the process: a new run proceeds at once.
+    assert status.files == 23
+    assert status.chunks_pending > 0
+    # The lock died with the process: the next run resumes at once and ends equal to a clean rebuild.
     started = time.monotonic()
-    report = open_kb(indexed_repo).reindex_all()
-    assert report.files_indexed == 23
+    result = open_kb(indexed_repo).embed_pending()
+    assert result.embedded > 0
     assert time.monotonic() - started < 30
+    resumed = open_kb(indexed_repo).search("more text 7", threshold=0)
+    assert resumed.dense_coverage == 1
+    clean = tmp_path / "clean"
+    subprocess.run(["cp", "-r", str(indexed_repo), str(clean)], check=True)
+    subprocess.run(["rm", "-rf", str(clean / ".knowledge")], check=True)
+    open_kb(clean).reindex_all()
+    expected = open_kb(clean).search("more text 7", threshold=0)
+    assert sorted((h.id, h.score) for h in resumed.results) == sorted((h.id, h.score) for h in expected.results)
 
 
-def test_manifest_names_model_and_dims(indexed_repo):
-    manifest = json.loads((indexed_repo / ".knowledge" / "manifest.json").read_text())
-    assert manifest["model_id"] == "hashing-test"
-    assert manifest["dims"] == 64
-    assert manifest["format_version"] == 1
-    assert manifest["fingerprint"].startswith("hashing-test-1")
+def test_meta_json_names_model_and_dims(indexed_repo):
+    meta = json.loads((indexed_repo / ".knowledge" / "docs.meta.json").read_text())
+    assert meta["manifest"]["model_id"] == "hashing-test"
+    assert meta["manifest"]["dims"] == 64
+    assert meta["format_version"] == 2
+    assert meta["manifest"]["fingerprint"].startswith("hashing-test-1")
+    assert meta["chunks"] == len(LocalStore.open(indexed_repo).all_chunks())
+
+
+def test_old_format_index_gets_one_clear_line(indexed_repo):
+    folder = indexed_repo / ".knowledge"
+    for path in folder.glob("docs.sqlite*"):
+        path.unlink()
+    (folder / "docs.meta.json").write_text(json.dumps({"manifest": {"format_version": 1}, "chunks": {}}))
+    with pytest.raises(
+        IndexIncompatibleError, match="index format 1 from an earlier knowledge; run `knowledge reindex-all`"
+    ):
+        open_kb(indexed_repo).search("hooks")
+    report = open_kb(indexed_repo).reindex_changes()  # the hooks' command migrates it by rebuilding
+    assert report.files_indexed == 3
+    assert open_kb(indexed_repo).search("hooks", threshold=0).results

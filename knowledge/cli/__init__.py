@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 import traceback
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -14,7 +15,6 @@ from .. import __version__
 from ..config import load_settings
 from ..errors import KnowledgeError
 from ..git import repo_root
-from ..kb import KnowledgeBase
 from ..records import IndexReport, Progress
 from ..render import (
     report_summary,
@@ -22,12 +22,19 @@ from ..render import (
     search_from_dict,
     search_to_dict,
     search_to_text,
+    status_from_dict,
     status_to_dict,
     status_to_text,
 )
+from ..request import SearchRequest
+
+if TYPE_CHECKING:
+    from ..kb import KnowledgeBase
 
 EXIT_PROBLEMS = 1
 EXIT_INTERNAL = 3
+EXIT_INTERRUPTED = 130
+PLAIN_PROGRESS_SECONDS = 5.0
 
 
 class KnowledgeGroup(click.Group):
@@ -38,8 +45,11 @@ class KnowledgeGroup(click.Group):
             return super().invoke(ctx)
         except KnowledgeError as exc:
             raise click.ClickException(str(exc)) from exc
-        except (click.ClickException, click.exceptions.Exit, click.Abort, KeyboardInterrupt):
+        except (click.ClickException, click.exceptions.Exit, click.Abort):
             raise
+        except KeyboardInterrupt:
+            click.echo("interrupted", err=True)
+            ctx.exit(EXIT_INTERRUPTED)
         except Exception as exc:
             if ctx.obj and ctx.obj.get("debug"):
                 raise
@@ -55,26 +65,44 @@ class KnowledgeGroup(click.Group):
 
 
 class ProgressPrinter:
-    """Drives one click progress bar per stage on stderr, only when stderr is a terminal and not --quiet."""
+    """Progress on stderr: a bar per stage on a terminal, a plain line every few seconds otherwise, nothing if quiet."""
 
-    def __init__(self, enabled: bool) -> None:
+    def __init__(self, enabled: bool, terminal: bool | None = None) -> None:
         self.enabled = enabled
+        self.terminal = sys.stderr.isatty() if terminal is None else terminal
         self._bar: Any = None
         self._stage = ""
         self._done = 0
+        self._last_line = 0.0
 
     def __call__(self, progress: Progress) -> None:
         if not self.enabled:
+            return
+        if not self.terminal:
+            self._plain(progress)
             return
         if progress.stage != self._stage:
             self.close()
             self._stage, self._done = progress.stage, 0
             self._bar = click.progressbar(
-                length=progress.total, label=f"{progress.stage:<10}", file=sys.stderr, show_pos=True
+                length=progress.total, label=f"{progress.stage:<16}", file=sys.stderr, show_pos=True, show_eta=False
             )
             self._bar.__enter__()
         self._bar.update(progress.done - self._done)
         self._done = progress.done
+        if progress.eta_seconds is not None:
+            self._bar.label = f"{progress.stage:<16} {_duration(progress.eta_seconds)} left"
+
+    def _plain(self, progress: Progress) -> None:
+        now = time.monotonic()
+        first = progress.stage != self._stage
+        finished = progress.done >= progress.total
+        if not (first or finished or now - self._last_line >= PLAIN_PROGRESS_SECONDS):
+            return
+        self._stage, self._last_line = progress.stage, now
+        share = progress.done / progress.total if progress.total else 1.0
+        eta = f", about {_duration(progress.eta_seconds)} left" if progress.eta_seconds is not None else ""
+        click.echo(f"{progress.stage}: {progress.done}/{progress.total} ({share:.0%}){eta}", err=True)
 
     def step(self, message: str) -> None:
         if self.enabled:
@@ -84,13 +112,36 @@ class ProgressPrinter:
         if self._bar is not None:
             self._bar.__exit__(None, None, None)
             self._bar = None
+        self._stage = ""
+
+
+def _duration(seconds: float) -> str:
+    seconds = round(seconds)
+    return f"{seconds // 60}:{seconds % 60:02d}" if seconds < 3600 else f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
 
 
 def _interactive(quiet: bool) -> bool:
     return not quiet and sys.stderr.isatty()
 
 
+def _root(ctx: click.Context) -> Path:
+    path = Path(ctx.find_root().obj["path"]).resolve()
+    return repo_root(path) or path
+
+
+def _daemon(ctx: click.Context, method: str, route: str, body: dict[str, Any] | None = None) -> dict[str, Any] | None:
+    """The answer of this repository's warm daemon, or None (no daemon, or the call asked for another model)."""
+    root_obj = ctx.find_root().obj
+    if root_obj.get("embedder_factory") or any(v is not None for v in root_obj["overrides"].values()):
+        return None
+    from ..server.daemon_client import request
+
+    return request(_root(ctx) / ".knowledge", method, route, body)
+
+
 def _open(ctx: click.Context, progress: ProgressPrinter | None = None, **overrides: Any) -> KnowledgeBase:  # noqa: ANN401
+    from ..kb import KnowledgeBase
+
     root_obj = ctx.find_root().obj
     return KnowledgeBase.open(
         root_obj["path"],
@@ -128,23 +179,62 @@ def cli(ctx: click.Context, path: Path, model: str | None, model_variant: str | 
 @cli.command("reindex-all")
 @click.option("-q", "--quiet", is_flag=True, help="No progress or summary on stderr.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON on stdout.")
+@click.option("--background", is_flag=True, help="Return once searchable; embed in a detached process.")
 @click.pass_context
-def reindex_all_command(ctx: click.Context, quiet: bool, as_json: bool) -> None:
-    """Rebuild the index of every doc; unchanged chunks reuse cached vectors.
+def reindex_all_command(ctx: click.Context, quiet: bool, as_json: bool, background: bool) -> None:
+    """Rebuild the index of docs and code; unchanged chunks reuse cached vectors.
 
+    The index is searchable (lexically) as soon as the files are chunked; vectors follow, and search uses each one
+    as it arrives. Ctrl-C during embedding leaves a searchable index that the next run completes.
     Exits 1 when some files were skipped (each is named on stderr); the rest is indexed.
 
     \b
     knowledge reindex-all
     knowledge --model all-MiniLM-L6-v2 reindex-all --quiet
     """
-    progress = ProgressPrinter(_interactive(quiet))
+    progress = ProgressPrinter(not quiet)
     kb = _open(ctx, progress)
     try:
-        report = kb.reindex_all(on_progress=progress)
+        report = kb.reindex_all(on_progress=progress, embed=False)
     finally:
         progress.close()
-    _finish_report(ctx, report, quiet, as_json)
+    _embed_after(ctx, kb, report, progress, quiet, as_json, background, compact=True)
+
+
+def _embed_after(
+    ctx: click.Context,
+    kb: KnowledgeBase,
+    report: IndexReport,
+    progress: ProgressPrinter,
+    quiet: bool,
+    as_json: bool,
+    background: bool,
+    compact: bool = False,
+) -> None:
+    """The second phase: vectors for what the first phase could not take from the cache."""
+    if report.chunks_pending and not quiet:
+        click.echo(
+            f"searchable now: {report.chunks_total} chunks ranked lexically; {report.chunks_pending} wait for vectors",
+            err=True,
+        )
+    if background:
+        if report.chunks_pending and kb.embed_in_background() and not quiet:
+            click.echo("embedding in the background; `knowledge status` shows how far it is", err=True)
+        _finish_report(ctx, report, quiet, as_json)
+        return
+    try:
+        result = kb.embed_pending(progress, compact=compact)
+    except KeyboardInterrupt:
+        progress.close()
+        click.echo(
+            "embedding paused; the index stays searchable and the next `knowledge reindex-all`, "
+            "`reindex-from-changes` or `embed` resumes where this one stopped",
+            err=True,
+        )
+        ctx.exit(EXIT_INTERRUPTED)
+    finally:
+        progress.close()
+    _finish_report(ctx, kb.completed(report, result), quiet, as_json)
 
 
 def _finish_report(ctx: click.Context, report: IndexReport, quiet: bool, as_json: bool) -> None:
@@ -184,14 +274,36 @@ def reindex_from_changes_command(
     if from_hook:
         _run_from_hook(ctx, from_hook)
         return
-    progress = ProgressPrinter(_interactive(quiet))
+    progress = ProgressPrinter(not quiet)
     kb = _open(ctx, progress)
     relative = [kb.relative_path(p) for p in paths] if paths else None
     try:
-        report = kb.reindex_changes(relative, worktree, on_progress=progress)
+        report = kb.reindex_changes(relative, worktree, on_progress=progress, embed=False)
     finally:
         progress.close()
-    _finish_report(ctx, report, quiet, as_json)
+    _embed_after(ctx, kb, report, progress, quiet, as_json, background=False)
+
+
+@cli.command("embed")
+@click.option("-q", "--quiet", is_flag=True, help="No progress or summary on stderr.")
+@click.pass_context
+def embed_command(ctx: click.Context, quiet: bool) -> None:
+    """Give every chunk still waiting for a vector its vector (resumes an interrupted run).
+
+    Returns at once when another process is already embedding this index.
+
+    \b
+    knowledge embed
+    """
+    progress = ProgressPrinter(not quiet)
+    kb = _open(ctx, progress)
+    try:
+        result = kb.embed_pending(progress, compact=True)
+    finally:
+        progress.close()
+    if not quiet:
+        state = "" if result.ran else " (another process is embedding this index)"
+        click.echo(f"embedded {result.embedded} chunks, {result.reused} from cache{state}", err=True)
 
 
 def _run_from_hook(ctx: click.Context, hook: str) -> None:
@@ -211,14 +323,14 @@ def _run_from_hook(ctx: click.Context, hook: str) -> None:
 
 @cli.command("search")
 @click.argument("query")
-@click.option("-k", type=click.IntRange(min=1), help="Most results to return.")
+@click.option("-k", type=click.IntRange(min=1, max=100), help="Most results to return.")
 @click.option("--threshold", type=click.FloatRange(-1, 1), help="Drop results below this cosine similarity.")
 @click.option(
     "--full-threshold",
     type=click.FloatRange(-1, 1),
     help="Include full text only for results at or above this similarity.",
 )
-@click.option("--budget", type=click.IntRange(min=1), help="Token budget for everything returned.")
+@click.option("--budget", type=click.IntRange(min=1, max=50_000), help="Token budget for everything returned.")
 @click.option("--metadata-only", is_flag=True, help="Never include content: paths, titles, sections, lines.")
 @click.option("--json", "as_json", is_flag=True, help="Print the versioned JSON schema (docs/json-output.md).")
 @click.option("--build", is_flag=True, help="Build the index first if there is none.")
@@ -254,47 +366,44 @@ def search_command(
     knowledge search "how are hooks installed"
     knowledge search "token budget" --json --budget 500
     """
-    from ..store import IndexStore
-
-    if remote:
-        from ..client import RemoteBackend
-
-        params = {
-            "query": query,
-            "k": k,
-            "threshold": threshold,
-            "full_threshold": full_threshold,
-            "budget": budget,
-            "metadata_only": metadata_only,
-            "kind": kind,
-            "explain": explain,
-            "expand": expand,
-        }
-        data = RemoteBackend(remote).search({key: value for key, value in params.items() if value is not None})
-        click.echo(
-            json.dumps(data, ensure_ascii=False, indent=2) if as_json else search_to_text(search_from_dict(data)),
-            nl=as_json,
-        )
-        return
-    progress = ProgressPrinter(_interactive(as_json))
-    kb = _open(ctx, progress)
-    if build and not IndexStore.exists(kb.root, "docs"):
-        try:
-            report = kb.reindex_all(on_progress=progress)
-        finally:
-            progress.close()
-        click.echo(report_summary(report), err=True)
-    response = kb.search(
-        query,
+    request = SearchRequest(
+        query=query,
         k=k,
         threshold=threshold,
         full_threshold=full_threshold,
         budget=budget,
         metadata_only=metadata_only,
-        explain=explain,
         kind=kind,
+        explain=explain,
         expand=expand,
     )
+    data: dict[str, Any] | None = None
+    if remote:
+        from ..client import RemoteBackend
+
+        data = RemoteBackend(remote).search(request.to_params())
+    elif not build:
+        data = _daemon(ctx, "POST", "/v1/search", request.to_params())
+    if data is not None:
+        click.echo(
+            json.dumps(data, ensure_ascii=False, indent=2) if as_json else search_to_text(search_from_dict(data)),
+            nl=as_json,
+        )
+        return
+    progress = ProgressPrinter(not as_json)
+    kb = _open(ctx, progress)
+    if build:
+        from ..store.engines import store_exists
+
+        if not store_exists(kb.root, "docs"):
+            try:
+                report = kb.reindex_all(on_progress=progress, embed=False)
+            finally:
+                progress.close()
+            click.echo(report_summary(report), err=True)
+            if report.chunks_pending and kb.embed_in_background():
+                click.echo("embedding in the background; answers gain vectors as they arrive", err=True)
+    response = kb.search(request)
     if as_json:
         click.echo(json.dumps(search_to_dict(response), ensure_ascii=False, indent=2))
     else:
@@ -310,7 +419,12 @@ def status_command(ctx: click.Context, as_json: bool) -> None:
     \b
     knowledge status --json
     """
-    status = _open(ctx).status()
+    data = _daemon(ctx, "GET", "/v1/status")
+    if data is not None:
+        data.pop("format_version", None)
+        status = status_from_dict(data)
+    else:
+        status = _open(ctx).status()
     if as_json:
         click.echo(json.dumps(status_to_dict(status), indent=2))
     else:
@@ -458,4 +572,4 @@ def main() -> None:
     cli(prog_name="knowledge")
 
 
-from . import agents  # noqa: E402, F401 - registers show, serve and mcp on the group
+from . import agents, daemon  # noqa: E402, F401 - registers show, serve, mcp and daemon on the group

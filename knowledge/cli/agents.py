@@ -11,7 +11,7 @@ import click
 
 from ..errors import ConfigError, KnowledgeError
 from ..render import source_to_text
-from . import _open, cli
+from . import _daemon, _open, cli
 
 _SPEC = re.compile(r"^(?P<path>.+?)(?::(?P<start>\d+)(?:-(?P<end>\d+))?)?$")
 
@@ -50,7 +50,9 @@ def show_command(ctx: click.Context, spec: str | None, chunk_id: str | None, as_
         start = int(match["start"]) if match["start"] else None
         end = int(match["end"]) if match["end"] else start
         params = {"path": match["path"], "start": start, "end": end}
-    data = _backend(ctx, remote).source(params)
+    data = None if remote else _daemon(ctx, "POST", "/v1/source", params)
+    if data is None:
+        data = _backend(ctx, remote).source(params)
     if as_json:
         click.echo(json.dumps(data, ensure_ascii=False, indent=2))
     else:
@@ -108,7 +110,7 @@ def serve_command(
     if token is None:
         raise ConfigError("knowledge serve needs a token: set KNOWLEDGE_TOKEN or pass --token-file (mode 600)")
     kb = _open(ctx)
-    kb.embedder  # noqa: B018 - load the model once, before the first request
+    kb.model.embedder()  # load the model once, before the first request
     server = KnowledgeHTTPServer(
         (host, port), LocalBackend(kb), token, frozenset(allow_host), frozenset(allow_origin), quiet=not verbose
     )
@@ -146,7 +148,7 @@ def mcp_command(ctx: click.Context, use_http: bool, host: str, port: int, remote
 
     backend = _backend(ctx, remote)
     if remote is None:
-        backend.kb.embedder  # noqa: B018 - warm before the first call
+        backend.kb.model.embedder()  # warm before the first call
     server = build_server(backend)
     if not use_http:
         server.run("stdio")

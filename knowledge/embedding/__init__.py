@@ -64,4 +64,42 @@ def load_embedder(
     return embedder
 
 
-__all__ = ["DEFAULT_MODEL", "MODELS", "Embedder", "ModelSpec", "load_embedder", "model_spec"]
+class BuiltModel:
+    """A built model's identity and tokenizer, without the ONNX session (which is what costs memory and time)."""
+
+    def __init__(self, name: str, home: Path, variant: str, on_step: Callable[[str], None] | None = None) -> None:
+        from .install import build_model, installed_model
+
+        spec = model_spec(name)
+        self.spec = spec
+        self.model_id = spec.name
+        self.variant = variant
+        self.dims = spec.dims
+        self.max_tokens = spec.max_seq_length
+        self.installed = installed_model(home, spec, variant) or build_model(home, spec, variant, on_step)
+        self.fingerprint = self.installed.fingerprint
+        self._tokenizer: object | None = None
+
+    def count_tokens(self, text: str) -> int:
+        """Tokens `text` takes in this model's own tokenizer, without truncation."""
+        if self._tokenizer is None:
+            from .onnx_embedder import load_tokenizer
+
+            tokenizer_json = (self.installed.path / "tokenizer.json").read_text(encoding="utf-8")
+            self._tokenizer = load_tokenizer(tokenizer_json, self.max_tokens, self.spec.pad_id)
+        return len(self._tokenizer.encode(text, add_special_tokens=False).ids) if text else 0  # type: ignore[attr-defined]
+
+    def load(self) -> Embedder:
+        from .onnx_embedder import OnnxEmbedder
+
+        return OnnxEmbedder(
+            self.installed.path,
+            model_id=self.spec.name,
+            dims=self.spec.dims,
+            max_tokens=self.spec.max_seq_length,
+            pad_id=self.spec.pad_id,
+            fingerprint=self.installed.fingerprint,
+        )
+
+
+__all__ = ["DEFAULT_MODEL", "MODELS", "BuiltModel", "Embedder", "ModelSpec", "load_embedder", "model_spec"]

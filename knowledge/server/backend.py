@@ -11,9 +11,8 @@ from typing import Any, Protocol
 from ..errors import KnowledgeError
 from ..kb import KnowledgeBase
 from ..render import hits_to_dict, report_to_dict, search_to_dict, source_to_dict, status_to_dict
+from ..request import SearchRequest
 
-MAX_K = 100
-MAX_BUDGET = 50_000
 MAX_SOURCE_LINES = 5_000
 
 
@@ -38,15 +37,6 @@ def _int(params: dict[str, Any], name: str, low: int, high: int) -> int | None:
     return value
 
 
-def _float(params: dict[str, Any], name: str) -> float | None:
-    value = params.get(name)
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or not -1.0 <= value <= 1.0:
-        raise KnowledgeError(f"{name}: expected a number from -1 to 1, got {value!r}")
-    return float(value)
-
-
 def _str(params: dict[str, Any], name: str, required: bool = True) -> str | None:
     value = params.get(name)
     if value is None and not required:
@@ -64,21 +54,7 @@ class LocalBackend:
         self._reindex_lock = threading.Lock()
 
     def search(self, params: dict[str, Any]) -> dict[str, Any]:
-        kind = params.get("kind", "all")
-        if kind not in {"docs", "code", "all"}:
-            raise KnowledgeError(f"kind: {kind!r} is not one of all, docs, code")
-        response = self.kb.search(
-            _str(params, "query") or "",
-            k=_int(params, "k", 1, MAX_K),
-            threshold=_float(params, "threshold"),
-            full_threshold=_float(params, "full_threshold"),
-            budget=_int(params, "budget", 1, MAX_BUDGET),
-            metadata_only=bool(params.get("metadata_only", False)),
-            explain=bool(params.get("explain", False)),
-            kind=kind,
-            expand=bool(params.get("expand", False)),
-        )
-        return search_to_dict(response)
+        return search_to_dict(self.kb.search(SearchRequest.from_params(params)))
 
     def source(self, params: dict[str, Any]) -> dict[str, Any]:
         chunk_id = _str(params, "id", required=False)

@@ -88,7 +88,7 @@ class _Handler(BaseHTTPRequestHandler):
         except ValueError:
             self._send(400, {"error": "bad Content-Length"})
             return None
-        if length > MAX_BODY_BYTES:
+        if length < 0 or length > MAX_BODY_BYTES:
             self._send(413, {"error": f"request body over {MAX_BODY_BYTES} bytes"}, {"Connection": "close"})
             self.close_connection = True
             return None
@@ -103,19 +103,24 @@ class _Handler(BaseHTTPRequestHandler):
             return None
         return body
 
-    def _dispatch(self, method: str) -> None:
+    def _authorized(self) -> bool:
         server = self.server
         if not host_allowed(self.headers.get("Host"), server.bind_host, server.allowed_hosts):
             self._send(403, {"error": "Host header not allowed"})
-            return
+            return False
         if not origin_allowed(self.headers.get("Origin"), server.allowed_origins):
             self._send(403, {"error": "Origin not allowed"})
-            return
+            return False
         if not bearer_ok(self.headers.get("Authorization"), server.token):
             self._send(401, {"error": "missing or wrong bearer token"}, {"WWW-Authenticate": "Bearer"})
+            return False
+        return True
+
+    def _dispatch(self, method: str) -> None:
+        if not self._authorized():
             return
         path = self.path.split("?", 1)[0]
-        handler = _routes(server.backend).get((method, path))
+        handler = _routes(self.server.backend).get((method, path))
         if handler is None:
             self._send(404, {"error": f"no route {method} {path}"})
             return

@@ -21,7 +21,7 @@ SEARCH_DOC = """Find the doc sections that answer a natural-language question.
 
 Args:
     query: what you want to know, in plain words or with identifiers.
-    k: most results (default 10).
+    k: most results (default: the repository's setting, 10 unless knowledge.toml says otherwise).
     kind: "docs", "code" or "all" (default).
     budget: token budget for everything returned, counted in the model's tokens (default 2000). Smaller budgets
         return fewer results, and results whose text does not fit come back as metadata only.
@@ -61,7 +61,7 @@ def build_server(backend: Backend) -> Any:  # noqa: ANN401 - mcp.server.mcpserve
     @server.tool(description=SEARCH_DOC, annotations=read_only)
     def search(
         query: str,
-        k: int = 10,
+        k: int | None = None,
         kind: str = "all",
         budget: int | None = None,
         metadata_only: bool = False,

@@ -1,0 +1,105 @@
+"""KindIndex: the one owner of a kind's index (docs or code): its store, the commit it reflects and its freshness."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+from . import git
+from .callgraph import CallGraph
+from .config import Settings
+from .corpus import candidate_paths
+from .records import Chunk
+from .store import ChunkStore, Coverage
+
+
+def selection_fingerprint(settings: Settings) -> str:
+    """Changes when the set of indexed files could change without any commit (globs, size cap)."""
+    text = repr(
+        (settings.include, settings.exclude, settings.code_include, settings.code_exclude, settings.max_file_bytes)
+    )
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def file_digest(path: Path) -> str:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return ""
+
+
+class KindIndex:
+    """One kind's index as the use cases see it."""
+
+    def __init__(self, root: Path, settings: Settings, kind: str, store: ChunkStore) -> None:
+        self.root = root
+        self.settings = settings
+        self.kind = kind
+        self.store = store
+        self._graph: tuple[str, CallGraph, dict[int, Chunk]] | None = None
+
+    @property
+    def commit(self) -> str | None:
+        return self.store.commit()
+
+    def coverage(self) -> Coverage:
+        return self.store.coverage()
+
+    def selection_changed(self) -> bool:
+        return self.store.manifest.selection != selection_fingerprint(self.settings)
+
+    # ---- freshness: the one place that decides what changed --------------------------------------------------
+    def changed_by_content(self) -> set[str]:
+        """Every path whose content differs from what is indexed: the fallback when git history cannot tell."""
+        files = self.store.files()
+        candidates = set(candidate_paths(self.root, self.settings, self.kind))
+        known = set(files) | {p.path for p in self.store.problems()}
+        changed = {p for p in known if p not in candidates}
+        for rel in candidates:
+            facts = files.get(rel)
+            if facts is None or file_digest(self.root / rel) != facts.content_hash:
+                changed.add(rel)
+        return changed
+
+    def changed_since_index(self, head: str | None, worktree: bool) -> set[str]:
+        """Paths to re-index: the diff from the stored commit to `head` (plus work-tree changes if asked)."""
+        stored = self.commit
+        if stored is None or head is None or self.selection_changed() or not git.commit_exists(self.root, stored):
+            return self.changed_by_content()
+        paths = git.changed_paths(self.root, stored, head) if stored != head else set()
+        if worktree:
+            paths |= git.worktree_changes(self.root)
+        return paths
+
+    def is_stale(self, path: str) -> bool:
+        """True when `path` on disk is no longer what was indexed (edited, deleted or unreadable)."""
+        facts = self.store.files().get(path)
+        return facts is None or file_digest(self.root / path) != facts.content_hash
+
+    def stat_changed(self) -> bool:
+        """Cheap check (one stat per file) whether any indexed file was touched since it was read."""
+        for rel, facts in self.store.files().items():
+            try:
+                info = (self.root / rel).stat()
+            except OSError:
+                return True
+            if (info.st_mtime_ns, info.st_size) != (facts.mtime_ns, facts.size):
+                return True
+        return False
+
+    # ---- derived views, rebuilt only when chunks change -------------------------------------------------------
+    def _derived(self) -> tuple[CallGraph, dict[int, Chunk]]:
+        version = self.store.version()
+        if self._graph is None or self._graph[0] != version:
+            chunks = self.store.all_chunks()
+            self._graph = (version, CallGraph(list(chunks.values())), chunks)
+        return self._graph[1], self._graph[2]
+
+    def call_graph(self) -> CallGraph:
+        return self._derived()[0]
+
+    def chunk_at(self, path: str, line: int) -> Chunk | None:
+        return next((c for c in self._derived()[1].values() if c.path == path and c.line_start == line), None)
+
+    def all_chunks(self) -> dict[int, Chunk]:
+        return self._derived()[1]

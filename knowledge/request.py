@@ -1,0 +1,81 @@
+"""SearchRequest: the one record every frontend (CLI, HTTP, MCP, daemon, remote client) builds for a search.
+
+Fields left None mean "not asked": the core resolves them against the settings once (search.resolve_options).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from .errors import KnowledgeError
+
+KINDS_ASKED = ("all", "docs", "code")
+MAX_K = 100
+MAX_BUDGET = 50_000
+MAX_QUERY_CHARS = 4_000
+
+
+@dataclass(frozen=True, slots=True)
+class SearchRequest:
+    query: str
+    k: int | None = None
+    threshold: float | None = None
+    full_threshold: float | None = None
+    budget: int | None = None
+    metadata_only: bool = False
+    explain: bool = False
+    kind: str = "all"
+    expand: bool = False
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.query, str):
+            raise KnowledgeError("query: expected a non-empty string")
+        if not self.query.strip():
+            raise KnowledgeError("the query is empty")
+        if len(self.query) > MAX_QUERY_CHARS:
+            raise KnowledgeError(f"query: {len(self.query):,} characters; at most {MAX_QUERY_CHARS:,}")
+        if self.kind not in KINDS_ASKED:
+            raise KnowledgeError(f"kind: {self.kind!r} is not one of {', '.join(KINDS_ASKED)}")
+        _check_int("k", self.k, 1, MAX_K)
+        _check_int("budget", self.budget, 1, MAX_BUDGET)
+        _check_float("threshold", self.threshold)
+        _check_float("full_threshold", self.full_threshold)
+        for name in ("metadata_only", "explain", "expand"):
+            if not isinstance(getattr(self, name), bool):
+                raise KnowledgeError(f"{name}: expected true or false")
+
+    @classmethod
+    def from_params(cls, params: dict[str, Any]) -> SearchRequest:
+        """From JSON parameters (HTTP body, MCP arguments); unknown names are refused."""
+        known = set(cls.__dataclass_fields__)
+        unknown = sorted(set(params) - known)
+        if unknown:
+            raise KnowledgeError(f"unknown search parameter(s): {', '.join(unknown)}")
+        if "query" not in params:
+            raise KnowledgeError("query: expected a non-empty string")
+        values = {name: value for name, value in params.items() if value is not None}
+        return cls(**values)
+
+    def to_params(self) -> dict[str, Any]:
+        """JSON parameters with only what was asked (None and defaults left out)."""
+        defaults = SearchRequest("x")
+        return {
+            name: value
+            for name, value in asdict(self).items()
+            if name == "query" or (value is not None and value != getattr(defaults, name))
+        }
+
+
+def _check_int(name: str, value: object, low: int, high: int) -> None:
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise KnowledgeError(f"{name}: expected an integer from {low} to {high}, got {value!r}")
+
+
+def _check_float(name: str, value: object) -> None:
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int | float) or not -1.0 <= value <= 1.0:
+        raise KnowledgeError(f"{name}: expected a number from -1 to 1, got {value!r}")

@@ -1,0 +1,226 @@
+"""The store seam: what the use cases need from an engine that keeps one kind's chunks, vectors and lexical index.
+
+`LocalStore` (SQLite + USearch under `.knowledge/`) is the default engine; a second engine implements the same
+`ChunkStore` protocol. Every write is one transaction: a reader sees the state before or after it, never half.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from ..records import Chunk, FileProblem
+
+FORMAT_VERSION = 2
+INDEX_DIR = ".knowledge"
+
+
+@dataclass(frozen=True, slots=True)
+class Manifest:
+    """What the vectors mean: any change of fingerprint makes the index incompatible."""
+
+    format_version: int
+    knowledge_version: str
+    model_id: str
+    model_variant: str
+    dims: int
+    metric: str
+    chunker_version: int
+    fingerprint: str
+    threshold: float
+    full_threshold: float
+    built_at: str
+    selection: str = ""  # fingerprint of include/exclude/size settings
+
+
+@dataclass(frozen=True, slots=True)
+class FileFacts:
+    """What was indexed of one file: its content hash and (mtime_ns, size) when it was read."""
+
+    path: str
+    content_hash: str
+    mtime_ns: int = 0
+    size: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class NewChunk:
+    """A chunk to add, with its vector when one is already known (the embedding cache)."""
+
+    chunk: Chunk
+    vector: npt.NDArray[np.float32] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """One transaction: drop everything of `remove_paths`, then add the new chunks, file facts and problems."""
+
+    remove_paths: frozenset[str]
+    chunks: Sequence[NewChunk] = ()
+    files: Sequence[FileFacts] = ()
+    problems: Sequence[FileProblem] = ()
+    commit: str | None = None
+    set_commit: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class Pending:
+    """A chunk still waiting for its vector."""
+
+    key: int
+    content_hash: str
+    embed_text: str
+
+
+@dataclass(frozen=True, slots=True)
+class EmbedProgress:
+    """What a running embedder last wrote: chunks done and left, and its measured rate."""
+
+    done: int
+    total: int
+    chars_done: int  # characters of embedding input: cost follows text length, not chunk count
+    chars_total: int
+    chars_per_second: float
+    updated_at: float
+
+    @property
+    def eta_seconds(self) -> float | None:
+        if self.chars_per_second <= 0:
+            return None
+        return round(max(0, self.chars_total - self.chars_done) / self.chars_per_second, 1)
+
+
+@dataclass(frozen=True, slots=True)
+class Coverage:
+    chunks: int
+    embedded: int
+    progress: EmbedProgress | None = None
+
+    @property
+    def ratio(self) -> float:
+        return 1.0 if self.chunks == 0 else round(self.embedded / self.chunks, 4)
+
+
+@dataclass(slots=True)
+class ScoredKey:
+    key: int
+    score: float
+
+
+@dataclass(frozen=True, slots=True)
+class StoreSummary:
+    files: int
+    chunks: int
+    commit: str | None
+    problems: tuple[FileProblem, ...] = field(default_factory=tuple)
+
+
+class ChunkStore(Protocol):
+    """One kind's chunks, their vectors and their lexical index, as one engine keeps them."""
+
+    kind: str
+    manifest: Manifest
+
+    def commit(self) -> str | None:
+        """The git commit the stored chunks reflect (None outside git or before the first write)."""
+        ...
+
+    def files(self) -> dict[str, FileFacts]: ...
+
+    def problems(self) -> list[FileProblem]: ...
+
+    def summary(self) -> StoreSummary: ...
+
+    def chunks(self, keys: Sequence[int]) -> dict[int, Chunk]:
+        """The chunks of `keys` that exist."""
+        ...
+
+    def all_chunks(self) -> dict[int, Chunk]: ...
+
+    def chunks_of_path(self, path: str) -> list[Chunk]: ...
+
+    def chunk_by_id(self, chunk_id: str) -> Chunk | None: ...
+
+    def version(self) -> str:
+        """Changes whenever chunks are added or removed (not when vectors arrive)."""
+        ...
+
+    def dense_search(self, vector: npt.NDArray[np.float32], k: int) -> list[ScoredKey]:
+        """The `k` nearest embedded chunks by cosine similarity, best first."""
+        ...
+
+    def lexical_search(self, terms: Sequence[str], k: int) -> list[ScoredKey]:
+        """BM25 over the chunks' lexical terms (any term may match), best first."""
+        ...
+
+    def lexical_terms(self, keys: Sequence[int]) -> dict[int, str]:
+        """The lexical text (space-separated terms) stored for `keys`."""
+        ...
+
+    def vectors(self, keys: Sequence[int]) -> dict[int, npt.NDArray[np.float32]]:
+        """Stored vectors of those `keys` that have one."""
+        ...
+
+    def coverage(self) -> Coverage: ...
+
+    def apply(self, change: Change) -> None:
+        """Apply one change atomically."""
+        ...
+
+    def pending(self, limit: int) -> list[Pending]:
+        """Chunks without a vector, at most `limit`."""
+        ...
+
+    def pending_size(self) -> tuple[int, int]:
+        """(chunks, characters of embedding input) still waiting for vectors."""
+        ...
+
+    def set_commit(self, commit: str | None) -> None: ...
+
+    def add_vectors(self, vectors: dict[int, npt.NDArray[np.float32]]) -> int:
+        """Store vectors for pending chunks (keys gone meanwhile are ignored); returns how many were stored."""
+        ...
+
+    def record_progress(self, progress: EmbedProgress | None) -> None: ...
+
+    def compact(self, force: bool = False) -> bool:
+        """Fold recent vectors into the main vector index when worth it (or `force`); True when it did."""
+        ...
+
+    def close(self) -> None: ...
+
+
+def index_dir(root: Path) -> Path:
+    return root / INDEX_DIR
+
+
+def lock_path(root: Path) -> Path:
+    return index_dir(root) / "index.lock"
+
+
+def embed_lock_path(root: Path) -> Path:
+    return index_dir(root) / "embed.lock"
+
+
+__all__ = [
+    "FORMAT_VERSION",
+    "INDEX_DIR",
+    "Change",
+    "ChunkStore",
+    "Coverage",
+    "EmbedProgress",
+    "FileFacts",
+    "Manifest",
+    "NewChunk",
+    "Pending",
+    "ScoredKey",
+    "StoreSummary",
+    "embed_lock_path",
+    "index_dir",
+    "lock_path",
+]
