@@ -21,7 +21,6 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 
-from . import __version__
 from .chunking import CHUNKER_VERSION, chunk_source
 from .config import Settings
 from .corpus import candidate_paths, read_source
@@ -39,6 +38,7 @@ from .store import (
     embed_lock_path,
 )
 from .store.engines import create_store
+from .version import __version__
 
 ProgressCallback = Callable[[Progress], None]
 EMBED_BATCH = 256  # chunks per committed batch: small enough to lose little when killed

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 import traceback
@@ -11,7 +12,6 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from .. import __version__
 from ..config import load_settings
 from ..errors import KnowledgeError
 from ..git import repo_root
@@ -27,6 +27,7 @@ from ..render import (
     status_to_text,
 )
 from ..request import SearchRequest
+from ..version import __version__
 
 if TYPE_CHECKING:
     from ..kb import KnowledgeBase
@@ -133,6 +134,8 @@ def _daemon(ctx: click.Context, method: str, route: str, body: dict[str, Any] | 
     """The answer of this repository's warm daemon, or None (no daemon, or the call asked for another model)."""
     root_obj = ctx.find_root().obj
     if root_obj.get("embedder_factory") or any(v is not None for v in root_obj["overrides"].values()):
+        return None
+    if os.environ.get("KNOWLEDGE_NO_DAEMON"):
         return None
     from ..server.daemon_client import request
 

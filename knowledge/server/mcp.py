@@ -51,7 +51,7 @@ def build_server(backend: Backend) -> Any:  # noqa: ANN401 - mcp.server.mcpserve
     except ImportError as exc:
         raise KnowledgeError(f"knowledge mcp needs the MCP SDK ({exc}); fix: pip install 'knowledge[mcp]'") from exc
 
-    from .. import __version__
+    from ..version import __version__
 
     server = MCPServer(name="knowledge", instructions=INSTRUCTIONS, version=__version__)
     read_only = ToolAnnotations(
