@@ -300,6 +300,9 @@ def _line_windows(
     first: int, last: int, lines: list[str], limit: int, count_tokens: Callable[[str], int]
 ) -> list[tuple[int, int]]:
     """Inclusive [start, end] windows of lines first..last within `limit` tokens, overlapping OVERLAP_LINES."""
+    # A line never has more tokens than characters: when even that bound fits, no line needs counting.
+    if sum(len(line) + 4 for line in lines[first : last + 1]) <= limit:
+        return [(first, last)]
     windows: list[tuple[int, int]] = []
     start = first
     while start <= last:

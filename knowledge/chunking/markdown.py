@@ -177,6 +177,10 @@ def _split_line(line: str, limit: int, count_tokens: Callable[[str], int]) -> li
 
 
 def _segments(lines: list[str], limit: int, count_tokens: Callable[[str], int]) -> list[_Segment]:
+    # A line never has more tokens than characters: when even that bound fits, the bound stands in for the count
+    # (all segments then form one window, exactly as the counted costs would).
+    if sum(len(line) + 1 for line in lines) <= limit:
+        return [_Segment(index, line, len(line) + 1, False) for index, line in enumerate(lines)]
     out: list[_Segment] = []
     for index, line in enumerate(lines):
         cost = count_tokens(line) + 1

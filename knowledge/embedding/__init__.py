@@ -79,15 +79,26 @@ class BuiltModel:
         self.installed = installed_model(home, spec, variant) or build_model(home, spec, variant, on_step)
         self.fingerprint = self.installed.fingerprint
         self._tokenizer: object | None = None
+        self._counts: dict[str, int] = {}
 
     def count_tokens(self, text: str) -> int:
-        """Tokens `text` takes in this model's own tokenizer, without truncation."""
+        """Tokens `text` takes in this model's own tokenizer, without truncation (memoised: lines repeat)."""
+        if not text:
+            return 0
+        known = self._counts.get(text)
+        if known is None:
+            known = self._counts[text] = self._count(text)
+            if len(self._counts) > 200_000:
+                self._counts.clear()
+        return known
+
+    def _count(self, text: str) -> int:
         if self._tokenizer is None:
             from .onnx_embedder import load_tokenizer
 
             tokenizer_json = (self.installed.path / "tokenizer.json").read_text(encoding="utf-8")
             self._tokenizer = load_tokenizer(tokenizer_json, self.max_tokens, self.spec.pad_id)
-        return len(self._tokenizer.encode(text, add_special_tokens=False).ids) if text else 0  # type: ignore[attr-defined]
+        return len(self._tokenizer.encode(text, add_special_tokens=False).ids)  # type: ignore[attr-defined]
 
     def load(self) -> Embedder:
         from .onnx_embedder import OnnxEmbedder
