@@ -14,25 +14,25 @@ import fcntl
 import os
 import time
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
 import numpy as np
 import numpy.typing as npt
 
-from .chunking import CHUNKER_VERSION, chunk_source
+from .chunk_files import Chunked, TokenCounter, chunk_files
+from .chunking import CHUNKER_VERSION
 from .config import Settings
-from .corpus import candidate_paths, read_source
+from .corpus import candidate_paths
 from .embedding.cache import EmbeddingCache
 from .kind import KindIndex, selection_fingerprint
-from .records import Chunk, FileProblem, IndexReport, Progress
+from .records import IndexReport, Progress
 from .store import (
     FORMAT_VERSION,
     Change,
     ChunkStore,
     EmbedProgress,
-    FileFacts,
     Manifest,
     NewChunk,
     embed_lock_path,
@@ -43,12 +43,6 @@ from .version import __version__
 ProgressCallback = Callable[[Progress], None]
 EMBED_BATCH = 256  # chunks per committed batch: small enough to lose little when killed
 PROGRESS_SECONDS = 2.0
-
-
-class TokenCounter(Protocol):
-    max_tokens: int
-
-    def count_tokens(self, text: str) -> int: ...
 
 
 class DocumentEmbedder(Protocol):
@@ -75,15 +69,6 @@ def open_cache(settings: Settings, model: ModelIdentity) -> EmbeddingCache | Non
     if not model.fingerprint:
         return None
     return EmbeddingCache(settings.home / "embeddings" / f"{model.fingerprint}.sqlite", model.dims)
-
-
-@dataclass(slots=True)
-class _Chunked:
-    chunks: list[Chunk] = field(default_factory=list)
-    files: list[FileFacts] = field(default_factory=list)
-    skipped: list[FileProblem] = field(default_factory=list)
-    warnings: list[FileProblem] = field(default_factory=list)
-    undescribed: list[str] = field(default_factory=list)
 
 
 class Indexer:
@@ -150,13 +135,13 @@ class Indexer:
         if not relevant:
             if commit != store.commit():
                 store.set_commit(commit)  # one row: the commit moved, nothing indexed changed
-            return self._report(store, _Chunked(), 0, started, write=False)
+            return self._report(store, Chunked(), 0, started, write=False)
         chunked = self._chunk(sorted(relevant & candidates), index.kind, commit)
         removed = len([p for p in relevant if p in known and p not in {f.path for f in chunked.files}])
         self._apply(store, frozenset(relevant), chunked, commit)
         return self._report(store, chunked, removed, started)
 
-    def _apply(self, store: ChunkStore, remove: frozenset[str], chunked: _Chunked, commit: str | None) -> None:
+    def _apply(self, store: ChunkStore, remove: frozenset[str], chunked: Chunked, commit: str | None) -> None:
         cache = open_cache(self.settings, self.model)
         try:
             known = cache.get_many([c.content_hash for c in chunked.chunks]) if cache is not None else {}
@@ -165,44 +150,21 @@ class Indexer:
                 cache.close()
         change = Change(
             remove_paths=remove,
-            chunks=[NewChunk(chunk, known.get(chunk.content_hash)) for chunk in chunked.chunks],
+            chunks=[
+                NewChunk(chunk, known.get(chunk.content_hash), lexical)
+                for chunk, lexical in zip(chunked.chunks, chunked.lexical, strict=True)
+            ],
             files=chunked.files,
             problems=[*chunked.skipped, *chunked.warnings],
             commit=commit,
         )
         store.apply(change)
 
-    def _chunk(self, paths: Iterable[str], kind: str, commit: str | None) -> _Chunked:
-        out = _Chunked()
-        paths = sorted(paths)
-        counter: TokenCounter | None = None
-        last = 0.0
-        for done, rel in enumerate(paths, start=1):
-            source = read_source(self.root, rel, self.settings, kind)
-            if isinstance(source, FileProblem):
-                out.skipped.append(source)
-                continue
-            counter = counter or self._counter()
-            try:
-                parsed = chunk_source(source, counter.max_tokens, counter.count_tokens)
-            except Exception as exc:  # one bad file must never stop the run
-                out.skipped.append(FileProblem(rel, f"could not be chunked: {type(exc).__name__}: {exc}"))
-                continue
-            out.warnings.extend(parsed.problems)
-            if not parsed.chunks and kind == "docs":
-                out.warnings.append(FileProblem(rel, "empty: no text to index"))
-            if parsed.undescribed:
-                out.undescribed.append(rel)
-            out.files.append(FileFacts(rel, source.content_hash, source.stat[0], source.stat[1]))
-            out.chunks.extend(replace(chunk, commit=commit) for chunk in parsed.chunks)
-            now = time.monotonic()
-            if self._on_progress is not None and (now - last > 0.1 or done == len(paths)):
-                last = now
-                self._on_progress(Progress(f"reading {kind}", done, len(paths)))
-        return out
+    def _chunk(self, paths: Iterable[str], kind: str, commit: str | None) -> Chunked:
+        return chunk_files(self.root, self.settings, kind, list(paths), commit, self._counter, self._on_progress)
 
     def _report(
-        self, store: ChunkStore, chunked: _Chunked, removed: int, started: float, write: bool = True
+        self, store: ChunkStore, chunked: Chunked, removed: int, started: float, write: bool = True
     ) -> IndexReport:
         coverage = store.coverage()
         pending = coverage.chunks - coverage.embedded

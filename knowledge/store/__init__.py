@@ -54,6 +54,7 @@ class NewChunk:
 
     chunk: Chunk
     vector: npt.NDArray[np.float32] | None = None
+    lexical: str | None = None  # the chunk's lexical terms when already computed (lexical.terms of chunk_text)
 
 
 @dataclass(frozen=True, slots=True)

@@ -64,9 +64,12 @@ def store_paths(root: Path, kind: str) -> tuple[Path, Path, Path]:
     return folder / f"{kind}.usearch", folder / f"{kind}.meta.json", folder / f"{kind}.sqlite"
 
 
+_STORED_FIELDS = tuple(name for name in Chunk.__dataclass_fields__ if name != "embed_text")
+
+
 def _chunk_to_json(chunk: Chunk) -> str:
-    data = asdict(chunk)
-    del data["embed_text"]  # kept in its own column only until the chunk is embedded
+    # embed_text is kept in its own column only until the chunk is embedded
+    data = {name: getattr(chunk, name) for name in _STORED_FIELDS}
     return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
 
 
@@ -426,7 +429,8 @@ class LocalStore:
                         int(embedded),
                     ),
                 )
-                db.execute("INSERT INTO fts (rowid, body) VALUES (?, ?)", (key, " ".join(terms(chunk_text(chunk)))))
+                body = item.lexical if item.lexical is not None else " ".join(terms(chunk_text(chunk)))
+                db.execute("INSERT INTO fts (rowid, body) VALUES (?, ?)", (key, body))
                 if embedded:
                     db.execute(
                         "INSERT INTO delta (key, vector) VALUES (?, ?)",

@@ -1,0 +1,136 @@
+"""Reading and chunking many files, on every core: the model-free part of indexing that makes an index searchable.
+
+Workers are forked, so each inherits the token counter factory; each returns the chunks of its files together with
+their lexical terms, which are the other costly part of the first phase.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Protocol
+
+from .chunking import chunk_source
+from .config import Settings
+from .corpus import read_source
+from .lexical import chunk_text, terms
+from .records import Chunk, FileProblem, Progress
+from .store import FileFacts
+
+PARALLEL_FROM_FILES = 64  # below this, forking costs more than it saves
+FILES_PER_TASK = 32
+
+
+class TokenCounter(Protocol):
+    max_tokens: int
+
+    def count_tokens(self, text: str) -> int: ...
+
+
+@dataclass(slots=True)
+class Chunked:
+    chunks: list[Chunk] = field(default_factory=list)
+    lexical: list[str] = field(default_factory=list)  # the lexical terms of each chunk, space-separated
+    files: list[FileFacts] = field(default_factory=list)
+    skipped: list[FileProblem] = field(default_factory=list)
+    warnings: list[FileProblem] = field(default_factory=list)
+    undescribed: list[str] = field(default_factory=list)
+
+    def extend(self, other: Chunked) -> None:
+        self.chunks += other.chunks
+        self.lexical += other.lexical
+        self.files += other.files
+        self.skipped += other.skipped
+        self.warnings += other.warnings
+        self.undescribed += other.undescribed
+
+
+@dataclass(frozen=True, slots=True)
+class _Job:
+    root: Path
+    settings: Settings
+    kind: str
+    commit: str | None
+
+
+_counter_factory: Callable[[], TokenCounter] | None = None  # set before forking; workers inherit it
+_counter: TokenCounter | None = None
+
+
+def _chunk_paths(job: _Job, paths: Sequence[str]) -> Chunked:
+    global _counter
+    out = Chunked()
+    for rel in paths:
+        source = read_source(job.root, rel, job.settings, job.kind)
+        if isinstance(source, FileProblem):
+            out.skipped.append(source)
+            continue
+        if _counter is None:
+            assert _counter_factory is not None
+            _counter = _counter_factory()
+        try:
+            parsed = chunk_source(source, _counter.max_tokens, _counter.count_tokens)
+        except Exception as exc:  # one bad file must never stop the run
+            out.skipped.append(FileProblem(rel, f"could not be chunked: {type(exc).__name__}: {exc}"))
+            continue
+        out.warnings.extend(parsed.problems)
+        if not parsed.chunks and job.kind == "docs":
+            out.warnings.append(FileProblem(rel, "empty: no text to index"))
+        if parsed.undescribed:
+            out.undescribed.append(rel)
+        out.files.append(FileFacts(rel, source.content_hash, source.stat[0], source.stat[1]))
+        for chunk in parsed.chunks:
+            out.chunks.append(replace(chunk, commit=job.commit))
+            out.lexical.append(" ".join(terms(chunk_text(chunk))))
+    return out
+
+
+def chunk_files(
+    root: Path,
+    settings: Settings,
+    kind: str,
+    paths: Sequence[str],
+    commit: str | None,
+    counter: Callable[[], TokenCounter],
+    on_progress: Callable[[Progress], None] | None = None,
+) -> Chunked:
+    """The chunks of `paths` in path order, with per-file facts and every problem found."""
+    global _counter_factory, _counter
+    paths = sorted(paths)
+    job = _Job(root, settings, kind, commit)
+    stage = f"reading {kind}"
+    workers = min(os.cpu_count() or 1, 8)
+    _counter_factory = counter
+    if workers < 2 or len(paths) < PARALLEL_FROM_FILES or "fork" not in multiprocessing.get_all_start_methods():
+        _counter = None
+        out = Chunked()
+        last = 0.0
+        for start in range(0, len(paths), FILES_PER_TASK):
+            out.extend(_chunk_paths(job, paths[start : start + FILES_PER_TASK]))
+            now = time.monotonic()
+            if on_progress is not None and (now - last > 0.1 or start + FILES_PER_TASK >= len(paths)):
+                last = now
+                on_progress(Progress(stage, min(len(paths), start + FILES_PER_TASK), len(paths)))
+        return out
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")  # forked children must not share a thread pool
+    parts = [paths[start : start + FILES_PER_TASK] for start in range(0, len(paths), FILES_PER_TASK)]
+    results: dict[int, Chunked] = {}
+    done = 0
+    context = multiprocessing.get_context("fork")
+    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+        futures = {pool.submit(_chunk_paths, job, part): n for n, part in enumerate(parts)}
+        for future in as_completed(futures):
+            n = futures[future]
+            results[n] = future.result()
+            done += len(parts[n])
+            if on_progress is not None:
+                on_progress(Progress(stage, done, len(paths)))
+    out = Chunked()
+    for n in range(len(parts)):
+        out.extend(results[n])
+    return out
