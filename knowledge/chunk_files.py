@@ -6,11 +6,9 @@ their lexical terms, which are the other costly part of the first phase.
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Protocol
@@ -73,6 +71,9 @@ def _chunk_paths(job: _Job, paths: Sequence[str]) -> Chunked:
         if _counter is None:
             assert _counter_factory is not None
             _counter = _counter_factory()
+        prime = getattr(_counter, "prime", None)
+        if prime is not None:
+            prime(source.text.split("\n"))
         try:
             parsed = chunk_source(source, _counter.max_tokens, _counter.count_tokens)
         except Exception as exc:  # one bad file must never stop the run
@@ -101,6 +102,9 @@ def chunk_files(
 ) -> Chunked:
     """The chunks of `paths` in path order, with per-file facts and every problem found."""
     global _counter_factory, _counter
+    import multiprocessing  # here, not at the top: a hook run that changes nothing never needs it
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
     paths = sorted(paths)
     job = _Job(root, settings, kind, commit)
     stage = f"reading {kind}"

@@ -16,16 +16,12 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING, Protocol
 
 from .chunk_files import Chunked, TokenCounter, chunk_files
 from .chunking import CHUNKER_VERSION
 from .config import Settings
 from .corpus import candidate_paths
-from .embedding.cache import EmbeddingCache
 from .kind import KindIndex, selection_fingerprint
 from .records import IndexReport, Progress
 from .store import (
@@ -39,6 +35,12 @@ from .store import (
 )
 from .store.engines import create_store
 from .version import __version__
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+    from .embedding.cache import EmbeddingCache
 
 ProgressCallback = Callable[[Progress], None]
 EMBED_BATCH = 256  # chunks per committed batch: small enough to lose little when killed
@@ -68,6 +70,8 @@ def index_fingerprint(model_fingerprint: str) -> str:
 def open_cache(settings: Settings, model: ModelIdentity) -> EmbeddingCache | None:
     if not model.fingerprint:
         return None
+    from .embedding.cache import EmbeddingCache
+
     return EmbeddingCache(settings.home / "embeddings" / f"{model.fingerprint}.sqlite", model.dims)
 
 

@@ -260,7 +260,7 @@ class KnowledgeBase:
     def is_stale(self, path: str) -> bool:
         """True when `path` differs on disk from what its index holds."""
         for index in self.indexes():
-            if path in index.store.files():
+            if index.store.file(path) is not None:
                 return index.is_stale(path)
         return True
 

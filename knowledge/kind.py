@@ -73,7 +73,7 @@ class KindIndex:
 
     def is_stale(self, path: str) -> bool:
         """True when `path` on disk is no longer what was indexed (edited, deleted or unreadable)."""
-        facts = self.store.files().get(path)
+        facts = self.store.file(path)
         return facts is None or file_digest(self.root / path) != facts.content_hash
 
     def stat_changed(self) -> bool:

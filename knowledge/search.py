@@ -8,8 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence, Set
 from dataclasses import dataclass, field
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from .budget import pack
 from .config import Settings
@@ -17,6 +16,9 @@ from .kind import KindIndex
 from .lexical import identifiers, terms
 from .records import Chunk, SearchHit, SearchResponse
 from .request import SearchRequest
+
+if TYPE_CHECKING:
+    import numpy as np
 
 CANDIDATE_FLOOR = 50
 # Before a chunk has its vector, only its lexical rank speaks for it: keep the top ranks, show text for the first few.

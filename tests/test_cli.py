@@ -179,3 +179,33 @@ def test_folder_outside_git_honours_gitignore(tmp_path):
 def test_empty_query_is_an_error(docs_repo):
     run(docs_repo, "reindex-all")
     assert "query is empty" in run(docs_repo, "search", "  ", expect=1).stderr
+
+
+def test_off_a_terminal_progress_is_plain_lines_and_quiet_is_silent(docs_repo):
+    loud = run(docs_repo, "reindex-all")
+    assert "reading docs: 3/3 (100%)" in loud.stderr
+    assert "searchable now: " in loud.stderr  # nothing was cached yet: the lexical index came first
+    assert "embedding docs: " in loud.stderr
+    quiet = run(docs_repo, "reindex-all", "--quiet")
+    assert quiet.stderr == ""
+
+
+def test_search_answers_lexically_before_any_vector_and_embed_completes_it(docs_repo):
+    from knowledge.kb import KnowledgeBase
+
+    kb = KnowledgeBase.open(docs_repo, embedder_factory=lambda s: HashingEmbedder())
+    report = kb.reindex_all(embed=False)
+    assert report.chunks_pending == report.chunks_total > 0
+    data = json.loads(run(docs_repo, "search", "token budget", "--json").stdout)
+    assert data["dense_coverage"] == 0
+    assert data["results"]
+    assert all(hit["score"] is None for hit in data["results"])
+    text = run(docs_repo, "search", "token budget").stdout
+    assert "[lex  ]" in text
+    assert "0% embedded so far" in text
+    status = json.loads(run(docs_repo, "status", "--json").stdout)
+    assert status["chunks_pending"] == report.chunks_total
+    run(docs_repo, "embed", "--quiet")
+    done = json.loads(run(docs_repo, "search", "token budget", "--json").stdout)
+    assert done["dense_coverage"] == 1
+    assert all(isinstance(hit["score"], float) for hit in done["results"])

@@ -55,3 +55,79 @@ def test_mcp_stdio_tools(git_repo, monkeypatch):
     assert json.loads(text_of(source))["lines"] == ["# Git hooks"]
     assert outside.is_error
     assert "outside the repository root" in text_of(outside)
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def test_mcp_over_http_refuses_requests_without_the_token(git_repo, tmp_path):
+    import subprocess
+    import time
+    import urllib.error
+    import urllib.request
+
+    commit(git_repo, {f"docs/{p.name}": p.read_text() for p in FIXTURES.glob("*.md")})
+    token = "mcp-test-token-0123456789"
+    env = {
+        **os.environ,
+        "KNOWLEDGE_HOME": os.environ.get("KNOWLEDGE_TEST_MODEL_HOME") or str(user_cache_dir()),
+        "KNOWLEDGE_MODEL": "all-MiniLM-L6-v2",
+        "KNOWLEDGE_TOKEN": token,
+    }
+    without = {k: v for k, v in env.items() if k != "KNOWLEDGE_TOKEN"}
+    refused = subprocess.run(
+        [sys.executable, "-m", "knowledge", "-C", str(git_repo), "mcp", "--http"],
+        env=without,
+        capture_output=True,
+        text=True,
+    )
+    assert refused.returncode == 1
+    assert "needs a token" in refused.stderr
+    port = _free_port()
+    server = subprocess.Popen(
+        [sys.executable, "-m", "knowledge", "-C", str(git_repo), "mcp", "--http", "--port", str(port)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    initialize = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+    }
+    call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "status", "arguments": {}}}
+
+    def post(body, headers):
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{port}/mcp",
+            data=json.dumps(body).encode(),
+            headers={"Content-Type": "application/json", "Accept": "application/json, text/event-stream", **headers},
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=10) as response:
+                return response.status
+        except urllib.error.HTTPError as exc:
+            return exc.code
+
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                status = post(initialize, {})
+                break
+            except OSError:
+                assert time.monotonic() < deadline, "mcp --http did not start"
+                time.sleep(0.2)
+        assert status == 401
+        assert post(call, {}) == 401
+        assert post(initialize, {"Authorization": "Bearer wrong-token-0123456789"}) == 401
+        assert post(initialize, {"Authorization": f"Bearer {token}"}) == 200
+    finally:
+        server.terminate()
+        server.wait(timeout=10)

@@ -300,11 +300,11 @@ def _line_windows(
     first: int, last: int, lines: list[str], limit: int, count_tokens: Callable[[str], int]
 ) -> list[tuple[int, int]]:
     """Inclusive [start, end] windows of lines first..last within `limit` tokens, overlapping OVERLAP_LINES."""
-    # A line never has more tokens than characters, and the pre-tokenizer splits on newlines, so the tokens of the
-    # joined lines are the sum of each line's: when the bound or one count fits, no line needs counting.
+    # A line never has more tokens than characters: when that bound fits, nothing needs counting; when the counted
+    # lines fit, the window is the whole range (what the loop below would find, without walking it).
     body = lines[first : last + 1]
     prefixes = 4 * len(body)
-    if sum(len(line) for line in body) + prefixes <= limit or count_tokens("\n".join(body)) + prefixes <= limit:
+    if sum(len(line) for line in body) + prefixes <= limit or sum(map(count_tokens, body)) + prefixes <= limit:
         return [(first, last)]
     windows: list[tuple[int, int]] = []
     start = first

@@ -130,7 +130,9 @@ def _root(ctx: click.Context) -> Path:
     return repo_root(path) or path
 
 
-def _daemon(ctx: click.Context, method: str, route: str, body: dict[str, Any] | None = None) -> dict[str, Any] | None:
+def _daemon(
+    ctx: click.Context, method: str, route: str, body: dict[str, Any] | None = None, timeout: float = 120.0
+) -> dict[str, Any] | None:
     """The answer of this repository's warm daemon, or None (no daemon, or the call asked for another model)."""
     root_obj = ctx.find_root().obj
     if root_obj.get("embedder_factory") or any(v is not None for v in root_obj["overrides"].values()):
@@ -139,7 +141,7 @@ def _daemon(ctx: click.Context, method: str, route: str, body: dict[str, Any] | 
         return None
     from ..server.daemon_client import request
 
-    return request(_root(ctx) / ".knowledge", method, route, body)
+    return request(_root(ctx) / ".knowledge", method, route, body, timeout)
 
 
 def _open(ctx: click.Context, progress: ProgressPrinter | None = None, **overrides: Any) -> KnowledgeBase:  # noqa: ANN401
@@ -309,14 +311,23 @@ def embed_command(ctx: click.Context, quiet: bool) -> None:
         click.echo(f"embedded {result.embedded} chunks, {result.reused} from cache{state}", err=True)
 
 
+def _summary_of(data: dict[str, Any]) -> str:
+    fields = {name: data[name] for name in IndexReport.__dataclass_fields__ if name in data}
+    fields["skipped"] = tuple(data.get("skipped", ()))
+    fields["warnings"] = tuple(data.get("warnings", ()))
+    return report_summary(IndexReport(**fields))
+
+
 def _run_from_hook(ctx: click.Context, hook: str) -> None:
     """The background half of a git hook: one log line on stdout (the hook log), exit 0 whatever happens."""
-    import time
-
     stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     try:
-        report = _open(ctx).reindex_changes()
-        line = report_summary(report) + "".join(f"; {p}" for p in (*report.skipped, *report.warnings))
+        warm = _daemon(ctx, "POST", "/v1/reindex", {"worktree": False}, timeout=3600)
+        if warm is not None:  # the daemon has the model loaded: nothing to load here
+            line = "by the daemon: " + _summary_of(warm)
+        else:
+            report = _open(ctx).reindex_changes()
+            line = report_summary(report) + "".join(f"; {p}" for p in (*report.skipped, *report.warnings))
     except KnowledgeError as exc:
         line = f"nothing indexed: {exc}"
     except Exception as exc:  # the hook must never fail; the log says why

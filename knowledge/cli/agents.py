@@ -135,17 +135,29 @@ def serve_command(
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind with --http.")
 @click.option("--port", default=8766, show_default=True, type=click.IntRange(0, 65535), help="Port with --http.")
 @click.option("--remote", metavar="URL", help="Forward every tool call to a `knowledge serve` at URL.")
+@click.option(
+    "--token-file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="With --http: file holding the bearer token (mode 600). Default: the KNOWLEDGE_TOKEN variable.",
+)
 @click.pass_context
-def mcp_command(ctx: click.Context, use_http: bool, host: str, port: int, remote: str | None) -> None:
+def mcp_command(
+    ctx: click.Context, use_http: bool, host: str, port: int, remote: str | None, token_file: Path | None
+) -> None:
     """Run an MCP server (stdio by default) with search, get_source, status, docs_for_file and reindex tools.
+
+    With --http it needs the same bearer token as `knowledge serve` (every request without it gets 401).
 
     \b
     knowledge mcp
     knowledge mcp --remote http://devbox:8765
     """
     from ..server.auth import is_loopback
-    from ..server.mcp import build_server
+    from ..server.mcp import build_server, run_http
 
+    token = _token(token_file) if use_http else None
+    if use_http and token is None:
+        raise ConfigError("knowledge mcp --http needs a token: set KNOWLEDGE_TOKEN or pass --token-file (mode 600)")
     backend = _backend(ctx, remote)
     if remote is None:
         backend.kb.model.embedder()  # warm before the first call
@@ -155,4 +167,5 @@ def mcp_command(ctx: click.Context, use_http: bool, host: str, port: int, remote
         return
     if not is_loopback(host):
         raise KnowledgeError("knowledge mcp --http binds loopback only; use `knowledge serve` (token auth) remotely")
-    server.run("streamable-http", host=host, port=port)
+    assert token is not None
+    run_http(server, host, port, token)

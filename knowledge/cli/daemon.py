@@ -10,6 +10,14 @@ import click
 
 from . import _daemon, _open, _root, cli
 
+IDLE_TIMEOUT = click.option(
+    "--idle-timeout",
+    default=1800,
+    show_default=True,
+    type=click.IntRange(min=5),
+    help="Exit after this many idle seconds.",
+)
+
 
 @cli.group("daemon")
 def daemon_group() -> None:
@@ -17,13 +25,7 @@ def daemon_group() -> None:
 
 
 @daemon_group.command("start")
-@click.option(
-    "--idle-timeout",
-    default=1800,
-    show_default=True,
-    type=click.IntRange(min=5),
-    help="Exit after this many idle seconds.",
-)
+@IDLE_TIMEOUT
 @click.option(
     "--wait",
     "wait_seconds",
@@ -65,13 +67,7 @@ def daemon_start_command(ctx: click.Context, idle_timeout: int, wait_seconds: in
 
 
 @daemon_group.command("run")
-@click.option(
-    "--idle-timeout",
-    default=1800,
-    show_default=True,
-    type=click.IntRange(min=5),
-    help="Exit after this many idle seconds.",
-)
+@IDLE_TIMEOUT
 @click.pass_context
 def daemon_run_command(ctx: click.Context, idle_timeout: int) -> None:
     """Run the daemon in the foreground (what `start` runs detached)."""

@@ -78,5 +78,8 @@ class LocalBackend:
 
     def reindex(self, params: dict[str, Any]) -> dict[str, Any]:
         with self._reindex_lock:
-            report = self.kb.reindex_all() if params.get("full") is True else self.kb.reindex_changes(worktree=True)
+            if params.get("full") is True:
+                report = self.kb.reindex_all()
+            else:
+                report = self.kb.reindex_changes(worktree=params.get("worktree", True) is not False)
         return {"format_version": 1, **report_to_dict(report)}

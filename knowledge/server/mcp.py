@@ -108,3 +108,38 @@ def build_server(backend: Backend) -> Any:  # noqa: ANN401 - mcp.server.mcpserve
         return _call(lambda: backend.reindex({"full": full}))
 
     return server
+
+
+def bearer_guard(app: Any, token: str) -> Any:  # noqa: ANN401 - ASGI applications
+    """An ASGI wrapper that answers 401 to every HTTP request without the right bearer token (as `knowledge serve`)."""
+    from .auth import bearer_ok
+
+    async def guarded(scope: dict[str, Any], receive: Any, send: Any) -> None:  # noqa: ANN401
+        if scope["type"] == "http":
+            headers = {key.decode("latin-1").lower(): value.decode("latin-1") for key, value in scope["headers"]}
+            if not bearer_ok(headers.get("authorization"), token):
+                body = b'{"error": "missing or wrong bearer token"}'
+                await send(
+                    {
+                        "type": "http.response.start",
+                        "status": 401,
+                        "headers": [
+                            (b"content-type", b"application/json"),
+                            (b"www-authenticate", b"Bearer"),
+                            (b"content-length", str(len(body)).encode()),
+                        ],
+                    }
+                )
+                await send({"type": "http.response.body", "body": body})
+                return
+        await app(scope, receive, send)
+
+    return guarded
+
+
+def run_http(server: Any, host: str, port: int, token: str) -> None:  # noqa: ANN401 - mcp MCPServer
+    """Streamable HTTP with the bearer check in front; the SDK's own Host/Origin guard stays behind it."""
+    import uvicorn
+
+    app = bearer_guard(server.streamable_http_app(host=host), token)
+    uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning")).run()

@@ -9,12 +9,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING, Protocol
 
 from ..records import Chunk, FileProblem
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
 
 FORMAT_VERSION = 2
 INDEX_DIR = ".knowledge"
@@ -132,6 +133,10 @@ class ChunkStore(Protocol):
         ...
 
     def files(self) -> dict[str, FileFacts]: ...
+
+    def file(self, path: str) -> FileFacts | None:
+        """What was indexed of one file, if it was."""
+        ...
 
     def problems(self) -> list[FileProblem]: ...
 

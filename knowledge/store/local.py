@@ -16,10 +16,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING, Any
 
 from ..errors import IndexCorruptError, IndexIncompatibleError, IndexNotFoundError
 from ..fs import atomic_write
@@ -37,6 +34,10 @@ from . import (
     index_dir,
 )
 from .vectors import Snapshot, SnapshotIdentity, new_index, remove_stale_temp_files, write_snapshot
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
 
 # Fold the delta into the snapshot once it holds this many vectors, or a quarter of the snapshot if that is more.
 COMPACT_MIN = 4096
@@ -124,7 +125,9 @@ class LocalStore:
         self._delta_seq = 0
         self._delta_keys: list[int] = []
         self._delta_rows: dict[int, int] = {}
-        self._delta_matrix = np.zeros((0, manifest.dims), dtype=np.float32)
+        self._delta_matrix: npt.NDArray[np.float32] | None = None  # numpy loads only when vectors are read
+        self._coverage: tuple[int, Coverage] | None = None
+        self._own_writes = False
 
     # ---- opening and creating --------------------------------------------------------------------------------
     @staticmethod
@@ -189,6 +192,7 @@ class LocalStore:
         self._building = None
         self._db = _connect(db_path)
         self._data_version = None
+        self._coverage = None
         self.write_meta_json()
         legacy = index_dir(self.root) / f"{self.kind}.lexical.sqlite"  # format 1's lexical index
         for path in (legacy, Path(f"{legacy}-wal"), Path(f"{legacy}-shm")):
@@ -300,6 +304,10 @@ class LocalStore:
 
     def _refresh(self) -> None:
         """Pick up what other processes committed since the last call: one PRAGMA when nothing changed."""
+        import numpy as np
+
+        if self._delta_matrix is None:
+            self._delta_matrix = np.zeros((0, self.manifest.dims), dtype=np.float32)
         version = self._db.execute("PRAGMA data_version").fetchone()[0]
         if version == self._data_version:
             return
@@ -329,9 +337,13 @@ class LocalStore:
             self._delta_seq = rows[-1][0]
 
     def _invalidate(self) -> None:
+        """After our own commits (data_version only moves for other connections' commits)."""
         self._data_version = None
+        self._own_writes = True
 
     def dense_search(self, vector: npt.NDArray[np.float32], k: int) -> list[ScoredKey]:
+        import numpy as np
+
         with self._lock:
             self._refresh()
             scored: dict[int, float] = {}
@@ -370,12 +382,23 @@ class LocalStore:
         return out
 
     def coverage(self) -> Coverage:
+        """Counts, recomputed only when some process has committed since the last call (one PRAGMA otherwise)."""
         with self._lock:
+            version = self._db.execute("PRAGMA data_version").fetchone()[0]
+            if self._coverage is not None and self._coverage[0] == version and not self._own_writes:
+                return self._coverage[1]
             total = self._db.execute("SELECT count(*) FROM chunks").fetchone()[0]
             pending = self._db.execute("SELECT count(*) FROM chunks WHERE embedded = 0").fetchone()[0]
             raw = self._meta("embed_progress")
-        progress = EmbedProgress(**json.loads(raw)) if raw else None
-        return Coverage(chunks=total, embedded=total - pending, progress=progress)
+            progress = EmbedProgress(**json.loads(raw)) if raw else None
+            coverage = Coverage(chunks=total, embedded=total - pending, progress=progress)
+            self._coverage, self._own_writes = (version, coverage), False
+        return coverage
+
+    def file(self, path: str) -> FileFacts | None:
+        with self._lock:
+            row = self._db.execute("SELECT hash, mtime_ns, size FROM files WHERE path = ?", (path,)).fetchone()
+        return FileFacts(path, row[0], row[1] or 0, row[2] or 0) if row else None
 
     def pending(self, limit: int) -> list[Pending]:
         with self._lock:
@@ -395,6 +418,8 @@ class LocalStore:
 
     # ---- writing (the caller holds the writer lock) ------------------------------------------------------------
     def apply(self, change: Change) -> None:
+        import numpy as np
+
         with self._lock, _Transaction(self._db) as db:
             next_key = int(self._meta("next_key") or 0)
             removed_delta = False
@@ -454,8 +479,11 @@ class LocalStore:
     def set_commit(self, commit: str | None) -> None:
         with self._lock, _Transaction(self._db) as db:
             db.execute("INSERT OR REPLACE INTO meta VALUES ('commit', ?)", (commit or "",))
+        self._invalidate()
 
     def add_vectors(self, vectors: dict[int, npt.NDArray[np.float32]]) -> int:
+        import numpy as np
+
         stored = 0
         with self._lock, _Transaction(self._db) as db:
             for key, vector in vectors.items():
@@ -477,8 +505,11 @@ class LocalStore:
                 db.execute("DELETE FROM meta WHERE name = 'embed_progress'")
             else:
                 db.execute("INSERT OR REPLACE INTO meta VALUES ('embed_progress', ?)", (json.dumps(asdict(progress)),))
+        self._invalidate()
 
     def compact(self, force: bool = False) -> bool:
+        import numpy as np
+
         with self._lock:
             self._refresh()
             base = len(self._snapshot) if self._snapshot is not None else 0

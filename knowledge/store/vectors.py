@@ -13,13 +13,14 @@ import hashlib
 import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING, Any
 
 from ..errors import IndexCorruptError
 from ..fs import fsync_dir
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
 
 # Below this many vectors an exact scan costs a few milliseconds and has perfect recall.
 EXACT_SEARCH_LIMIT = 20_000
@@ -113,6 +114,8 @@ class Snapshot:
         return len(self._index)
 
     def search(self, vector: npt.NDArray[np.float32], k: int) -> list[tuple[int, float]]:
+        import numpy as np
+
         k = min(k, len(self._index))
         if k <= 0:
             return []
@@ -123,6 +126,8 @@ class Snapshot:
         return [(int(key), float(1.0 - dist)) for key, dist in zip(matches.keys, matches.distances, strict=True)]
 
     def get(self, keys: list[int]) -> npt.NDArray[np.float32]:
+        import numpy as np
+
         if not keys:
             return np.zeros((0, self._index.ndim), dtype=np.float32)
         found = self._index.get(np.array(keys, dtype=np.uint64), dtype=np.float32)

@@ -1,0 +1,44 @@
+"""One request record for every frontend, resolved against the settings once."""
+
+import pytest
+
+from knowledge.errors import KnowledgeError
+from knowledge.kb import KnowledgeBase
+from knowledge.request import SearchRequest
+from knowledge.server.backend import LocalBackend
+
+from .conftest import HashingEmbedder, commit
+
+
+def test_unasked_fields_stay_out_of_the_parameters():
+    assert SearchRequest("hooks").to_params() == {"query": "hooks"}
+    assert SearchRequest("hooks", k=3, expand=True).to_params() == {"query": "hooks", "k": 3, "expand": True}
+    assert SearchRequest.from_params({"query": "hooks", "k": 3, "budget": None}) == SearchRequest("hooks", k=3)
+
+
+@pytest.mark.parametrize(
+    ("params", "message"),
+    [
+        ({"query": "x", "k": 0}, "k: expected an integer from 1 to 100"),
+        ({"query": "x", "k": 4_000_000_000_000_000_000}, "k: expected an integer from 1 to 100"),
+        ({"query": "x", "kind": ["docs"]}, "kind: "),
+        ({"query": "x", "threshold": "high"}, "threshold: expected a number"),
+        ({"query": "x", "limit": 3}, "unknown search parameter"),
+        ({"query": "   "}, "the query is empty"),
+        ({"query": "x" * 5000}, "at most 4,000"),
+        ({"query": "x", "expand": "yes"}, "expand: expected true or false"),
+    ],
+)
+def test_bad_parameters_get_one_clear_error(params, message):
+    with pytest.raises(KnowledgeError, match=message):
+        SearchRequest.from_params(params)
+
+
+def test_repository_setting_for_k_holds_over_the_api(git_repo):
+    sections = "".join(f"## Part {n}\n\nhooks are installed in part {n}\n\n" for n in range(8))
+    commit(git_repo, {"knowledge.toml": "k = 2\n", "docs/a.md": f"# Hooks\n\n{sections}"})
+    kb = KnowledgeBase.open(git_repo, embedder_factory=lambda s: HashingEmbedder())
+    kb.reindex_all()
+    answer = LocalBackend(kb).search({"query": "hooks installed", "threshold": 0})
+    assert len(answer["results"]) == 2
+    assert len(LocalBackend(kb).search({"query": "hooks installed", "threshold": 0, "k": 5})["results"]) == 5
