@@ -2,7 +2,7 @@
 
 Modes:
   model    MTEB's protocol (document = title + " " + text, no chunking): proves conversion, tokenizer and pooling
-           against the published figures. Vectors go through IndexStore and its search.
+           against the published figures. Vectors and BM25 go through the local store (LocalStore) and its search.
   product  the whole product path: each document becomes a Markdown file (title in front matter), then
            KnowledgeBase.reindex_all() and KnowledgeBase.search(); a document's rank is its best chunk's.
 
@@ -32,17 +32,19 @@ from knowledge.config import load_settings
 from knowledge.embedding import load_embedder
 from knowledge.embedding.cache import EmbeddingCache, embed_with_cache
 from knowledge.kb import KnowledgeBase
-from knowledge.lexical import LexicalIndex, lexical_path
+from knowledge.kind import KindIndex
+from knowledge.lexical import terms
 from knowledge.records import Chunk
 from knowledge.search import DEFAULT_FUSION, FusionParams, retrieve
-from knowledge.store import FileTable, IndexStore, Manifest
+from knowledge.store import Change, Manifest, NewChunk
+from knowledge.store.local import LocalStore
 
 TOP = 100
 
 
 @contextlib.contextmanager
 def model_index(data: BeirSet, model: str, variant: str, home: Path) -> Iterator[tuple]:
-    """The corpus embedded MTEB's way, in a real IndexStore and LexicalIndex in a temp folder."""
+    """The corpus embedded MTEB's way, in a real local store (vectors and BM25) in a temp folder."""
     embedder = load_embedder(model, home, variant)
     ids = list(data.corpus)
     texts = [mteb_text(*data.corpus[i]) for i in ids]
@@ -68,39 +70,40 @@ def model_index(data: BeirSet, model: str, variant: str, home: Path) -> Iterator
     ]
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        manifest = Manifest(1, "bench", model, variant, embedder.dims, "cos", 0, embedder.fingerprint, -1.0, 1.0, "")
-        IndexStore.write(root, "docs", manifest, chunks, vectors, FileTable({}, {}, []))
-        store = IndexStore.open(root)
-        lexical = LexicalIndex(lexical_path(root / ".knowledge", "docs"))
+        manifest = Manifest(2, "bench", model, variant, embedder.dims, "cos", 0, embedder.fingerprint, -1.0, 1.0, "")
+        store = LocalStore.create(root, "docs", manifest)
         started = time.monotonic()
-        lexical.sync(store.chunks, store.generation)
-        info["lexical_index_seconds"] = round(time.monotonic() - started, 1)
+        store.apply(Change(frozenset(), [NewChunk(c, v) for c, v in zip(chunks, vectors, strict=True)]))
+        store.publish()
+        store.compact(force=True)
+        info["store_seconds"] = round(time.monotonic() - started, 1)
+        settings, _ = load_settings(root)
+        index = KindIndex(root, settings, "docs", store)
         try:
-            yield embedder, store, lexical, info
+            yield embedder, index, info
         finally:
-            lexical.close()
+            store.close()
 
 
-def rank(
-    method: str, store: IndexStore, lexical: LexicalIndex, query: str, vector: np.ndarray, params: FusionParams
-) -> list[str]:
+def rank(method: str, index: KindIndex, query: str, vector: np.ndarray, params: FusionParams) -> list[str]:
+    store = index.store
     if method == "dense":
-        hits = store.search_keys(vector, TOP)
+        keys = [hit.key for hit in store.dense_search(vector, TOP)]
     elif method == "lexical":
-        hits = lexical.search(query, TOP)
+        keys = [hit.key for hit in store.lexical_search(terms(query), TOP)]
     else:
-        hits = [(c.key, c.fused) for c in retrieve(store, lexical, query, vector, TOP, params)]
-    return [store.chunks[key].id for key, _ in hits[:TOP]]
+        keys = [c.key for c in retrieve(index, query, vector, TOP, params)]
+    chunks = store.chunks(keys[:TOP])
+    return [chunks[key].id for key in keys[:TOP]]
 
 
 def run_model_mode(
     data: BeirSet, model: str, variant: str, home: Path, method: str = "dense", params: FusionParams = DEFAULT_FUSION
 ) -> tuple[dict[str, list[str]], dict]:
-    with model_index(data, model, variant, home) as (embedder, store, lexical, info):
+    with model_index(data, model, variant, home) as (embedder, index, info):
         started = time.monotonic()
         runs = {
-            qid: rank(method, store, lexical, text, embedder.embed_query(text), params)
-            for qid, text in data.queries.items()
+            qid: rank(method, index, text, embedder.embed_query(text), params) for qid, text in data.queries.items()
         }
         info["query_ms_mean"] = round(1000 * (time.monotonic() - started) / len(data.queries), 2)
     return runs, info
@@ -120,7 +123,7 @@ def run_product_mode(data: BeirSet, model: str, variant: str, home: Path) -> tup
         runs: dict[str, list[str]] = {}
         started = time.monotonic()
         for qid, text in data.queries.items():
-            response = kb.search(text, k=TOP, threshold=-1.0, full_threshold=2.0, budget=10**9, metadata_only=True)
+            response = kb.search(text, k=TOP, threshold=-1.0, full_threshold=1.0, budget=50_000, metadata_only=True)
             ranked: list[str] = []
             for hit in response.results:
                 doc_id = hit.path[: -len(".md")]

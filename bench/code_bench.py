@@ -28,8 +28,10 @@ from metrics import evaluate
 from knowledge.chunking import code as code_chunking
 from knowledge.config import load_settings
 from knowledge.kb import KnowledgeBase
-from knowledge.lexical import LexicalIndex
+from knowledge.lexical import terms
 from knowledge.records import Chunk
+from knowledge.store import Change, Manifest, NewChunk
+from knowledge.store.local import LocalStore
 
 
 def cosqa(model: str, home: Path, line_numbers: bool) -> dict:
@@ -120,20 +122,24 @@ def lexical(chunks: int) -> dict:
         for n in range(chunks)
     }
     with tempfile.TemporaryDirectory() as tmp:
-        index = LexicalIndex(Path(tmp) / "code.lexical.sqlite")
+        root = Path(tmp)
+        manifest = Manifest(2, "bench", "none", "fp32", 8, "cos", 0, "bench", 0.0, 1.0, "")
+        store = LocalStore.create(root, "code", manifest)
         started = time.monotonic()
-        index.sync(made, "g1")
+        store.apply(Change(frozenset(), [NewChunk(chunk) for chunk in made.values()]))
+        store.publish()
         build = time.monotonic() - started
-        made[7] = replace(made[7], content="a new body for one function", content_hash="changed")
+        changed = replace(made[7], path="one.py", content="a new body for one function", content_hash="changed")
         started = time.monotonic()
-        written = index.sync(made, "g2")
+        store.apply(Change(frozenset({"one.py"}), [NewChunk(changed)]))
         update = time.monotonic() - started
+        written = 1
         started = time.monotonic()
         for query in list(data.queries.values())[:100]:
-            index.search(query, 50)
+            store.lexical_search(terms(query), 50)
         query_ms = 1000 * (time.monotonic() - started) / 100
-        size = (Path(tmp) / "code.lexical.sqlite").stat().st_size
-        index.close()
+        size = (root / ".knowledge" / "code.sqlite").stat().st_size
+        store.close()
     return {
         "chunks": chunks,
         "build_seconds": round(build, 1),

@@ -150,9 +150,9 @@ def one_edit_in_many(root: Path, model: str, home: Path) -> dict:
 
 
 def kb_chunks(root: Path) -> list:
-    from knowledge.store import IndexStore
+    from knowledge.store.local import LocalStore
 
-    return list(IndexStore.open(root).chunks.values())
+    return list(LocalStore.open(root).all_chunks().values())
 
 
 def main() -> None:

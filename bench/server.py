@@ -36,7 +36,8 @@ from knowledge.kb import KnowledgeBase
 from knowledge.records import Chunk
 from knowledge.server.backend import LocalBackend
 from knowledge.server.http import KnowledgeHTTPServer
-from knowledge.store import FileTable, IndexStore, Manifest
+from knowledge.store import Change, Manifest, NewChunk
+from knowledge.store.local import LocalStore
 
 TOKEN = "bench-token-0123456789abcdef"
 
@@ -71,19 +72,25 @@ def build_index(root: Path, size: int, model: str, home: Path) -> list[str]:
             )
         )
     manifest = Manifest(
-        1,
+        2,
         "bench",
         model,
         "fp32",
         embedder.dims,
         "cos",
         1,
-        index_fingerprint(embedder),
+        index_fingerprint(embedder.fingerprint),
         0.0,
         0.5,
         time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     )
-    IndexStore.write(root, "docs", manifest, chunks, np.asarray(vectors, dtype=np.float32), FileTable({}, {}, []))
+    store = LocalStore.create(root, "docs", manifest)
+    store.apply(
+        Change(frozenset(), [NewChunk(c, v) for c, v in zip(chunks, np.asarray(vectors, np.float32), strict=True)])
+    )
+    store.publish()
+    store.compact(force=True)
+    store.close()
     return list(data.queries.values())
 
 

@@ -139,9 +139,10 @@ def _daemon(
         return None
     if os.environ.get("KNOWLEDGE_NO_DAEMON"):
         return None
-    from ..server.daemon_client import request
+    from ..server.daemon_client import find_socket, request
 
-    return request(_root(ctx) / ".knowledge", method, route, body, timeout)
+    folder = find_socket(Path(root_obj["path"]).resolve())  # no git process: a warm call is worth milliseconds
+    return request(folder, method, route, body, timeout) if folder is not None else None
 
 
 def _open(ctx: click.Context, progress: ProgressPrinter | None = None, **overrides: Any) -> KnowledgeBase:  # noqa: ANN401

@@ -18,6 +18,16 @@ def socket_path(index_folder: Path) -> Path:
     return index_folder / SOCKET_NAME
 
 
+def find_socket(start: Path) -> Path | None:
+    """The `.knowledge/` folder of the work tree holding `start` (the nearest folder with `.git`), if its daemon's
+    socket exists."""
+    for folder in (start, *start.parents):
+        if (folder / ".git").exists():
+            index_folder = folder / ".knowledge"
+            return index_folder if socket_path(index_folder).exists() else None
+    return None
+
+
 def request(
     index_folder: Path, method: str, path: str, body: dict[str, Any] | None = None, timeout: float = 120.0
 ) -> dict[str, Any] | None:

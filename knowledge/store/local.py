@@ -168,6 +168,7 @@ class LocalStore:
         for leftover in (building, Path(f"{building}-wal"), Path(f"{building}-shm")):
             leftover.unlink(missing_ok=True)
         db = _connect(building)
+        db.execute("PRAGMA auto_vacuum = INCREMENTAL")  # compaction frees the delta's pages: give them back
         db.executescript(_SCHEMA)
         with _Transaction(db):
             db.execute("INSERT INTO meta VALUES ('manifest', ?)", (json.dumps(asdict(manifest)),))
@@ -546,6 +547,7 @@ class LocalStore:
                 db.executemany("DELETE FROM tombstones WHERE key = ?", [(k,) for k in tombstones])
                 db.execute("INSERT OR REPLACE INTO meta VALUES ('snapshot', ?)", (json.dumps(identity.to_json()),))
                 db.execute("INSERT OR REPLACE INTO meta VALUES ('delta_epoch', ?)", (f"{time.time_ns()}",))
+            self._db.execute("PRAGMA incremental_vacuum")
             self._invalidate()
             return True
 
