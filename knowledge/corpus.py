@@ -6,6 +6,7 @@ import fnmatch
 import hashlib
 import os
 import re
+import stat
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -114,14 +115,41 @@ def candidate_paths(root: Path, settings: Settings, kind: str = "docs") -> list[
     ]
 
 
+def regular_file(root: Path, rel: str) -> Path | str:
+    """The file at `rel`, or why it must not be read: a symlink is followed only to a regular file inside the
+    repository and outside `.git/`; devices, FIFOs and sockets are never opened."""
+    path = root / rel
+    try:
+        info = path.lstat()
+    except FileNotFoundError:
+        return "listed by git but missing from the work tree"
+    except OSError as exc:
+        return f"unreadable: {exc.strerror or exc}"
+    if stat.S_ISLNK(info.st_mode):
+        target = path.resolve()
+        base = root.resolve()
+        if not target.is_relative_to(base):
+            return "symlink to a file outside the repository (not followed)"
+        if target.relative_to(base).parts[:1] in {(".git",), (".knowledge",)}:
+            return "symlink into .git or .knowledge (not followed)"
+        try:
+            info = target.stat()
+        except OSError:
+            return "broken symlink"
+    if not stat.S_ISREG(info.st_mode):
+        return "not a regular file"
+    return path
+
+
 def read_source(root: Path, rel: str, settings: Settings, kind: str = "docs") -> SourceFile | FileProblem:
     """Decode one file, or say in one line why it cannot be indexed."""
-    path = root / rel
+    checked = regular_file(root, rel)
+    if isinstance(checked, str):
+        return FileProblem(rel, checked)
+    path = checked
     try:
         info = path.stat()
         size = info.st_size
-        if not path.is_file():
-            return FileProblem(rel, "not a regular file")
         if size > settings.max_file_bytes:
             return FileProblem(rel, f"too large ({size:,} bytes > max_file_bytes {settings.max_file_bytes:,})")
         data = path.read_bytes()

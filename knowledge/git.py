@@ -112,3 +112,11 @@ def config_value(root: Path, key: str) -> str | None:
 
 def commits_between(root: Path, old: str, new: str) -> int:
     return int(run_git(root, "rev-list", "--count", f"{old}..{new}").strip() or 0)
+
+
+def is_ignored(root: Path, rel: str) -> bool:
+    """Whether git ignores `rel` (a tracked file is never ignored)."""
+    result = subprocess.run(
+        ["git", "check-ignore", "-q", "--", rel], cwd=root, env=_env(), capture_output=True, check=False
+    )
+    return result.returncode == 0

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from . import git
 from .config import Settings, load_settings
-from .corpus import KINDS, candidate_paths, read_source
+from .corpus import KINDS, candidate_paths, read_source, regular_file
 from .embedding import model_spec
 from .errors import (
     IndexCorruptError,
@@ -267,15 +267,26 @@ class KnowledgeBase:
     def source(self, path: str, start: int | None = None, end: int | None = None) -> SourceText:
         """Exact current lines of a file in the repository (1-based, inclusive); refuses paths outside it."""
         rel = self.relative_path(path, self.root)
-        target = (self.root / rel).resolve()
-        if not target.is_relative_to(self.root) or rel.split("/")[0] == ".git":
-            raise PathOutsideRepositoryError(f"{path}: outside the repository root {self.root}")
-        if not target.is_file():
-            raise KnowledgeError(f"{path}: no such file in {self.root}")
+        if rel.split("/")[0] in {".git", ".knowledge"}:
+            raise PathOutsideRepositoryError(f"{path}: inside {rel.split('/')[0]}/, which is never served")
+        checked = regular_file(self.root, rel)
+        if isinstance(checked, str):
+            if checked.startswith("symlink"):
+                raise PathOutsideRepositoryError(f"{path}: {checked}")
+            raise KnowledgeError(
+                f"{path}: no such file in {self.root}" if "missing" in checked else f"{path}: {checked}"
+            )
+        target = checked
+        if git.repo_root(self.root) is not None and git.is_ignored(self.root, rel):
+            raise PathOutsideRepositoryError(f"{path}: ignored by git (.gitignore), so not served")
         if target.stat().st_size > self.settings.max_file_bytes:
             raise KnowledgeError(f"{path}: larger than max_file_bytes ({self.settings.max_file_bytes:,})")
         try:
-            lines = target.read_text(encoding="utf-8").splitlines()
+            text = target.read_bytes().decode("utf-8-sig").replace("\r\n", "\n").replace("\r", "\n")
+            # The chunker's rule (split on \n only), so line numbers agree: U+2028, U+0085 and \f are not line ends.
+            lines = text.split("\n")
+            if lines and lines[-1] == "":
+                lines.pop()
         except UnicodeDecodeError as exc:
             raise KnowledgeError(f"{path}: not valid UTF-8 text (byte {exc.start})") from exc
         first = max(1, start or 1)

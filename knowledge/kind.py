@@ -8,7 +8,7 @@ from pathlib import Path
 from . import git
 from .callgraph import CallGraph
 from .config import Settings
-from .corpus import candidate_paths
+from .corpus import candidate_paths, regular_file
 from .records import Chunk
 from .store import ChunkStore, Coverage
 
@@ -21,7 +21,11 @@ def selection_fingerprint(settings: Settings) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def file_digest(path: Path) -> str:
+def file_digest(root: Path, rel: str) -> str:
+    """sha256 of the file as indexing reads it; "" for what indexing refuses (links out, devices) or cannot read."""
+    path = regular_file(root, rel)
+    if isinstance(path, str):
+        return ""
     try:
         return hashlib.sha256(path.read_bytes()).hexdigest()
     except OSError:
@@ -57,7 +61,7 @@ class KindIndex:
         changed = {p for p in known if p not in candidates}
         for rel in candidates:
             facts = files.get(rel)
-            if facts is None or file_digest(self.root / rel) != facts.content_hash:
+            if facts is None or file_digest(self.root, rel) != facts.content_hash:
                 changed.add(rel)
         return changed
 
@@ -74,7 +78,7 @@ class KindIndex:
     def is_stale(self, path: str) -> bool:
         """True when `path` on disk is no longer what was indexed (edited, deleted or unreadable)."""
         facts = self.store.file(path)
-        return facts is None or file_digest(self.root / path) != facts.content_hash
+        return facts is None or file_digest(self.root, path) != facts.content_hash
 
     def stat_changed(self) -> bool:
         """Cheap check (one stat per file) whether any indexed file was touched since it was read."""

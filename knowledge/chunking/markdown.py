@@ -44,11 +44,38 @@ class ParsedDoc:
     problems: list[FileProblem]
 
 
+MAX_FRONT_MATTER_CHARS = 64 * 1024
+MAX_FIELD_CHARS = 2_000  # a title or description longer than this is cut (it is metadata on every chunk)
+
+
+def _no_alias_loader() -> type:
+    import yaml
+
+    class NoAliasLoader(yaml.SafeLoader):
+        """YAML aliases can expand a few hundred bytes into gigabytes ("billion laughs"): front matter gets none."""
+
+        def compose_node(self, parent: object, index: object) -> object:
+            if self.check_event(yaml.AliasEvent):
+                event = self.peek_event()
+                raise yaml.composer.ComposerError(
+                    None, None, "YAML aliases (*name) are not allowed in front matter", event.start_mark
+                )
+            return super().compose_node(parent, index)
+
+    return NoAliasLoader
+
+
+_NoAliasLoader: type | None = None
+
+
 def split_front_matter(source: SourceFile) -> tuple[dict[str, Any], str, int, FileProblem | None]:
     """(metadata, body, 0-based file line of body line 0, problem)."""
     import frontmatter
     import yaml
 
+    global _NoAliasLoader
+    if _NoAliasLoader is None:
+        _NoAliasLoader = _no_alias_loader()
     handler = frontmatter.detect_format(source.text, [frontmatter.YAMLHandler()])
     if handler is None:
         return {}, source.text, 0, None
@@ -57,8 +84,15 @@ def split_front_matter(source: SourceFile) -> tuple[dict[str, Any], str, int, Fi
     except ValueError:
         return {}, source.text, 0, FileProblem(source.path, "front matter opened with --- but never closed")
     offset = source.text[: len(source.text) - len(body)].count("\n")
+    if len(raw) > MAX_FRONT_MATTER_CHARS:
+        return (
+            {},
+            source.text,
+            0,
+            FileProblem(source.path, f"front matter over {MAX_FRONT_MATTER_CHARS:,} characters; indexed as plain text"),
+        )
     try:
-        data = handler.load(raw)
+        data = yaml.load(raw, Loader=_NoAliasLoader)  # a SafeLoader that also refuses aliases
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark is not None else ""
@@ -84,7 +118,7 @@ def split_front_matter(source: SourceFile) -> tuple[dict[str, Any], str, int, Fi
 def _as_text(value: object) -> str:
     if value is None:
         return ""
-    return " ".join(str(value).split())
+    return " ".join(str(value).split())[:MAX_FIELD_CHARS]
 
 
 def _tags(value: object) -> tuple[str, ...]:

@@ -1,0 +1,111 @@
+"""Files a careless or hostile repository holds: nothing outside the repository is read, indexed or served."""
+
+import os
+from pathlib import Path
+
+import pytest
+
+from knowledge.errors import KnowledgeError, PathOutsideRepositoryError
+from knowledge.kb import KnowledgeBase
+from knowledge.store.local import LocalStore
+
+from .conftest import HashingEmbedder, commit, git
+
+
+def open_kb(root):
+    return KnowledgeBase.open(root, embedder_factory=lambda s: HashingEmbedder())
+
+
+@pytest.fixture
+def linked_repo(git_repo, tmp_path):
+    secret = tmp_path / "outside-secret.md"
+    secret.write_text("# Outside\n\nOUTSIDE-SECRET-TEXT token=hunter2\n")
+    commit(git_repo, {"docs/real.md": "---\ndescription: real\n---\n# Real\n\nreal words\n"})
+    (git_repo / "docs" / "outside.md").symlink_to(secret)
+    (git_repo / "docs" / "passwd.md").symlink_to("/etc/passwd")
+    (git_repo / "links").mkdir()
+    (git_repo / "links" / "gitcfg.md").symlink_to("../.git/config")
+    (git_repo / "docs" / "zero.md").symlink_to("/dev/zero")
+    (git_repo / "docs" / "inside.md").symlink_to("real.md")
+    git(git_repo, "config", "remote.origin.url", "https://user:CREDENTIAL-IN-URL@example.com/repo.git")
+    git(git_repo, "add", "-A")
+    git(git_repo, "commit", "-qm", "links")
+    return git_repo
+
+
+def test_symlinks_out_of_the_repository_are_skipped_and_named(linked_repo):
+    report = open_kb(linked_repo).reindex_all()
+    skipped = {p.path: p.problem for p in report.skipped}
+    assert skipped["docs/outside.md"] == "symlink to a file outside the repository (not followed)"
+    assert skipped["docs/passwd.md"] == "symlink to a file outside the repository (not followed)"
+    assert skipped["docs/zero.md"] == "symlink to a file outside the repository (not followed)"
+    assert skipped["links/gitcfg.md"] == "symlink into .git or .knowledge (not followed)"
+    chunks = LocalStore.open(linked_repo).all_chunks().values()
+    assert {c.path for c in chunks} == {"docs/real.md", "docs/inside.md"}  # a link inside the repository is fine
+    stored = b"".join(p.read_bytes() for p in (linked_repo / ".knowledge").iterdir() if p.is_file())
+    for leaked in (b"OUTSIDE-SECRET-TEXT", b"root:x:0:0", b"CREDENTIAL-IN-URL"):
+        assert leaked not in stored
+
+
+def test_status_never_reads_a_device_behind_a_link(linked_repo):
+    kb = open_kb(linked_repo)
+    kb.reindex_all()
+    status = kb.status()  # reading /dev/zero would never end
+    assert status.files == 2
+
+
+@pytest.mark.parametrize("path", ["links/gitcfg.md", "docs/passwd.md", ".git/config", "docs/outside.md"])
+def test_show_refuses_links_out_and_git_internals(linked_repo, path):
+    with pytest.raises(PathOutsideRepositoryError):
+        open_kb(linked_repo).source(path)
+
+
+def test_show_refuses_gitignored_files(git_repo):
+    commit(git_repo, {".gitignore": ".env\n", "docs/a.md": "# A\n\ntext\n"})
+    (git_repo / ".env").write_text("API_KEY=abc123\n")
+    with pytest.raises(PathOutsideRepositoryError, match="ignored by git"):
+        open_kb(git_repo).source(".env")
+    assert open_kb(git_repo).source("docs/a.md").lines[0] == "# A"
+
+
+def test_yaml_alias_bomb_is_refused_and_the_rest_indexed(git_repo):
+    bomb = "\n".join(
+        ['a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
+        + [
+            f"{chr(98 + n)}: &{chr(98 + n)} [*{chr(97 + n)},*{chr(97 + n)},*{chr(97 + n)},*{chr(97 + n)}]"
+            for n in range(8)
+        ]
+        + ["title: *i"]
+    )
+    commit(git_repo, {"docs/bomb.md": f"---\n{bomb}\n---\n# Bomb\n\nbody text\n", "docs/ok.md": "# Ok\n\nfine\n"})
+    report = open_kb(git_repo).reindex_all()
+    problems = {p.path: p.problem for p in (*report.skipped, *report.warnings)}
+    assert "YAML aliases (*name) are not allowed" in problems["docs/bomb.md"]
+    titles = {c.path: c.title for c in LocalStore.open(git_repo).all_chunks().values()}
+    assert set(titles) == {"docs/bomb.md", "docs/ok.md"}
+    assert len(titles["docs/bomb.md"]) < 100
+
+
+def test_show_counts_lines_as_the_chunker_does(git_repo):
+    commit(
+        git_repo, {"docs/odd.md": "# Odd\n\nline with \u2028 a separator and \x0c form feed\n\n## Next\n\nnext text\n"}
+    )
+    kb = open_kb(git_repo)
+    kb.reindex_all()
+    chunk = next(c for c in LocalStore.open(git_repo).all_chunks().values() if c.section.endswith("Next"))
+    shown = kb.source(chunk.path, chunk.line_start, chunk.line_end)
+    assert shown.lines[0] == "## Next"
+
+
+def test_a_listed_file_that_is_a_fifo_is_skipped(git_repo):
+    commit(git_repo, {"docs/a.md": "# A\n\ntext\n", "docs/pipe.md": "# was a file\n"})
+    (git_repo / "docs" / "pipe.md").unlink()
+    os.mkfifo(git_repo / "docs" / "pipe.md")  # still listed by git, now a FIFO: opening it would block forever
+    report = open_kb(git_repo).reindex_all()
+    assert any(p.path == "docs/pipe.md" and p.problem == "not a regular file" for p in report.skipped)
+
+
+def test_unknown_path_is_a_clear_error(git_repo):
+    commit(git_repo, {"docs/a.md": "# A\n\ntext\n"})
+    with pytest.raises(KnowledgeError, match="no such file"):
+        open_kb(git_repo).source(str(Path("docs") / "missing.md"))
