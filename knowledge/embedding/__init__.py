@@ -61,6 +61,7 @@ def load_embedder(
         max_tokens=spec.max_seq_length,
         pad_id=spec.pad_id,
         fingerprint=installed.fingerprint,
+        preoptimized=installed.preoptimized,
     )
     return embedder
 
@@ -123,6 +124,7 @@ class BuiltModel:
             max_tokens=self.spec.max_seq_length,
             pad_id=self.spec.pad_id,
             fingerprint=self.installed.fingerprint,
+            preoptimized=self.installed.preoptimized,
         )
 
 

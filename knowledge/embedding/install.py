@@ -37,6 +37,7 @@ class InstalledModel:
     path: Path
     fingerprint: str
     min_cosine: float
+    preoptimized: bool = False  # model.onnx holds onnxruntime's optimized graph: load it without re-optimizing
 
 
 def model_dir(home: Path, spec: ModelSpec, variant: str) -> Path:
@@ -60,7 +61,9 @@ def _read_installed(path: Path, spec: ModelSpec, variant: str) -> InstalledModel
         return None
     if not (path / "model.onnx").is_file() or info.get("exporter_version") != EXPORTER_VERSION:
         return None
-    return InstalledModel(spec, variant, path, info["fingerprint"], float(info["min_cosine"]))
+    return InstalledModel(
+        spec, variant, path, info["fingerprint"], float(info["min_cosine"]), bool(info.get("preoptimized", False))
+    )
 
 
 def installed_model(home: Path, spec: ModelSpec, variant: str) -> InstalledModel | None:
@@ -80,6 +83,10 @@ def _quantize(model_path: Path) -> None:
             "fix: pip install 'onnx-ir>=1.0' (or the `quantize` extra)"
         ) from exc
 
+    import logging
+
+    # Its INFO lines (one per MatMul, hundreds) say nothing a user can act on.
+    logging.getLogger("onnxruntime.quantization.matmul_nbits_quantizer").setLevel(logging.WARNING)
     quantizer = MatMulNBitsQuantizer(
         onnx.load(str(model_path)),
         bits=8,
@@ -92,15 +99,48 @@ def _quantize(model_path: Path) -> None:
     onnx.save(quantizer.model.model, str(model_path))
 
 
-def verify(path: Path, spec: ModelSpec) -> float:
+def verify(path: Path, spec: ModelSpec, preoptimized: bool = False) -> float:
     """Minimum cosine between this build's vectors and the reference sentence-transformers vectors."""
     from .onnx_embedder import OnnxEmbedder
 
     embedder = OnnxEmbedder(
-        path, model_id=spec.name, dims=spec.dims, max_tokens=spec.max_seq_length, pad_id=spec.pad_id
+        path,
+        model_id=spec.name,
+        dims=spec.dims,
+        max_tokens=spec.max_seq_length,
+        pad_id=spec.pad_id,
+        preoptimized=preoptimized,
     )
     vectors = embedder.embed_documents(reference_texts())
     return float(np.min(np.sum(vectors * reference_vectors(spec), axis=1)))
+
+
+def _preoptimize(folder: Path, spec: ModelSpec, variant: str) -> bool:
+    """Replace model.onnx by onnxruntime's own optimized form of it, if that still verifies: loading then skips the
+    graph optimization every session otherwise repeats (most of a cold start). Portable level (no CPU-specific
+    layouts), so a cache shared between machines stays valid. False, and nothing changed, when it does not verify."""
+    import onnxruntime as ort
+
+    optimized = folder / "model.optimized.onnx"
+    try:
+        options = ort.SessionOptions()
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
+        options.optimized_model_filepath = str(optimized)
+        options.log_severity_level = 3
+        ort.InferenceSession(str(folder / "model.onnx"), options, providers=["CPUExecutionProvider"])
+        candidate = folder / "candidate"
+        candidate.mkdir()
+        optimized.rename(candidate / "model.onnx")
+        shutil.copy(folder / "tokenizer.json", candidate / "tokenizer.json")
+        if verify(candidate, spec, preoptimized=True) < MIN_REFERENCE_COSINE[variant]:
+            return False
+        (candidate / "model.onnx").replace(folder / "model.onnx")
+        return True
+    except Exception:  # noqa: BLE001 - an optimization onnxruntime cannot do is not an error: keep the plain graph
+        return False
+    finally:
+        optimized.unlink(missing_ok=True)
+        shutil.rmtree(folder / "candidate", ignore_errors=True)
 
 
 def build_model(
@@ -138,8 +178,10 @@ def build_model(
             if variant == "int8":
                 step("quantizing weights to 8-bit blocks")
                 _quantize(scratch / "model.onnx")
+            step("optimizing the graph for fast loading")
+            preoptimized = _preoptimize(scratch, spec, variant)
             step("verifying against reference vectors")
-            min_cosine = verify(scratch, spec)
+            min_cosine = verify(scratch, spec, preoptimized)
             if min_cosine < MIN_REFERENCE_COSINE[variant]:
                 raise ModelVerificationError(
                     f"model {spec.name} ({variant}): min cosine {min_cosine:.5f} to the reference vectors is below "
@@ -157,6 +199,7 @@ def build_model(
                 "source_sha256": weights.source_sha256,
                 "fingerprint": fingerprint,
                 "min_cosine": min_cosine,
+                "preoptimized": preoptimized,
                 "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             }
             atomic_write(scratch / "model.json", json.dumps(info, indent=2))

@@ -43,6 +43,7 @@ class OnnxEmbedder:
         pad_id: int,
         threads: int | None = None,
         fingerprint: str = "",
+        preoptimized: bool = False,
     ) -> None:
         import onnxruntime as ort
 
@@ -59,6 +60,8 @@ class OnnxEmbedder:
             options.intra_op_num_threads = threads or max(1, os.cpu_count() or 1)
             options.inter_op_num_threads = 1
             options.log_severity_level = 3
+            if preoptimized:  # the file already holds the optimized graph (embedding/install.py)
+                options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
             self._session = ort.InferenceSession(
                 str(model_dir / "model.onnx"), options, providers=["CPUExecutionProvider"]
             )
