@@ -136,7 +136,7 @@ def _preoptimize(folder: Path, spec: ModelSpec, variant: str) -> bool:
             return False
         (candidate / "model.onnx").replace(folder / "model.onnx")
         return True
-    except Exception:  # noqa: BLE001 - an optimization onnxruntime cannot do is not an error: keep the plain graph
+    except Exception:  # an optimization onnxruntime cannot do is not an error: keep the plain graph
         return False
     finally:
         optimized.unlink(missing_ok=True)
