@@ -209,3 +209,20 @@ def test_search_answers_lexically_before_any_vector_and_embed_completes_it(docs_
     done = json.loads(run(docs_repo, "search", "token budget", "--json").stdout)
     assert done["dense_coverage"] == 1
     assert all(isinstance(hit["score"], float) for hit in done["results"])
+
+
+def test_a_closed_pipe_ends_quietly(git_repo):
+    import subprocess
+    import sys
+
+    commit(git_repo, {f"docs/d{n}.md": f"# D{n}\n\nno description\n" for n in range(3000)})
+    reader = subprocess.Popen(["head", "-1"], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    writer = subprocess.run(
+        [sys.executable, "-m", "knowledge", "-C", str(git_repo), "lint"], stdout=reader.stdin, stderr=subprocess.PIPE
+    )
+    reader.stdin.close()
+    assert reader.stdout.read().decode().startswith("docs/d")
+    reader.wait()
+    assert writer.returncode == 141
+    assert "Traceback" not in writer.stderr.decode()
+    assert "internal error" not in writer.stderr.decode()

@@ -192,3 +192,48 @@ def test_serve_refuses_to_start_without_a_token(repo):
     result = CliRunner(env={"KNOWLEDGE_TOKEN": ""}).invoke(cli, ["-C", str(repo), "serve", "--port", "0"])
     assert result.exit_code == 1
     assert "needs a token" in result.stderr
+
+
+def _raw(url, body: bytes, length: str):
+    import http.client
+    from urllib.parse import urlsplit
+
+    where = urlsplit(url)
+    connection = http.client.HTTPConnection(where.hostname, where.port, timeout=10)
+    connection.putrequest("POST", "/v1/search")
+    connection.putheader("Authorization", f"Bearer {TOKEN}")
+    connection.putheader("Content-Length", length)
+    connection.endheaders()
+    connection.send(body)
+    response = connection.getresponse()
+    status = response.status
+    connection.close()
+    return status
+
+
+def test_hostile_bodies_get_4xx_not_a_dropped_connection(server):
+    assert _raw(server, b"x" * 1000, "-1") == 400  # a negative length no longer skips the cap
+    nested = b"[" * 100_000 + b"]" * 100_000
+    assert _raw(server, nested[:60_000], str(60_000)) == 400
+    status, data = call(server, "/v1/search", {"query": "hooks", "kind": ["docs"]})
+    assert status == 400
+    assert "kind" in data["error"]
+    status, _ = call(server, "/v1/search", {"query": "hooks", "k": 4_000_000_000_000_000_000})
+    assert status == 400
+
+
+def test_a_busy_port_is_one_clear_line(repo, monkeypatch):
+    import socket
+
+    monkeypatch.setenv("KNOWLEDGE_TOKEN", TOKEN)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = CliRunner().invoke(
+            cli,
+            ["-C", str(repo), "serve", "--port", str(port)],
+            obj={"embedder_factory": lambda s: HashingEmbedder()},
+        )
+    assert result.exit_code == 1
+    assert f"cannot listen on 127.0.0.1:{port}: Address already in use" in result.stderr

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -35,6 +36,7 @@ if TYPE_CHECKING:
 EXIT_PROBLEMS = 1
 EXIT_INTERNAL = 3
 EXIT_INTERRUPTED = 130
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what grep and cat report
 PLAIN_PROGRESS_SECONDS = 5.0
 
 
@@ -51,10 +53,18 @@ class KnowledgeGroup(click.Group):
         except KeyboardInterrupt:
             click.echo("interrupted", err=True)
             ctx.exit(EXIT_INTERRUPTED)
+        except BrokenPipeError:
+            # The reader went away (`knowledge lint | head`): stop quietly, as grep does.
+            with contextlib.suppress(OSError):
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            ctx.exit(EXIT_BROKEN_PIPE)
         except Exception as exc:
             if ctx.obj and ctx.obj.get("debug"):
                 raise
-            log = Path.cwd() / ".knowledge" / "logs" / "last-error.log"
+            try:
+                log = _root(ctx) / ".knowledge" / "logs" / "last-error.log"
+            except Exception:  # no git, unreadable folder: the message still goes out
+                log = Path.cwd() / ".knowledge" / "logs" / "last-error.log"
             try:
                 log.parent.mkdir(parents=True, exist_ok=True)
                 log.write_text(traceback.format_exc(), encoding="utf-8")

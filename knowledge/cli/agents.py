@@ -111,9 +111,12 @@ def serve_command(
         raise ConfigError("knowledge serve needs a token: set KNOWLEDGE_TOKEN or pass --token-file (mode 600)")
     kb = _open(ctx)
     kb.model.embedder()  # load the model once, before the first request
-    server = KnowledgeHTTPServer(
-        (host, port), LocalBackend(kb), token, frozenset(allow_host), frozenset(allow_origin), quiet=not verbose
-    )
+    try:
+        server = KnowledgeHTTPServer(
+            (host, port), LocalBackend(kb), token, frozenset(allow_host), frozenset(allow_origin), quiet=not verbose
+        )
+    except OSError as exc:
+        raise KnowledgeError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from exc
     freshener = None
     if refresh > 0:
         freshener = Freshener(kb.catch_up, refresh, lambda exc: click.echo(f"catch-up failed: {exc}", err=True))

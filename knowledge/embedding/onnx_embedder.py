@@ -6,6 +6,7 @@ near zero; results are scattered back to input order.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -46,6 +47,9 @@ class OnnxEmbedder:
         preoptimized: bool = False,
     ) -> None:
         import onnxruntime as ort
+
+        with contextlib.suppress(AttributeError):  # local-first: no telemetry (a no-op on most builds, never on)
+            ort.disable_telemetry_events()
 
         self.model_id = model_id
         self.fingerprint = fingerprint

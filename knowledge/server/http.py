@@ -85,17 +85,19 @@ class _Handler(BaseHTTPRequestHandler):
             return {}
         try:
             length = int(length_header)
+            if length < 0:
+                raise ValueError(length)
         except ValueError:
             self._send(400, {"error": "bad Content-Length"})
             return None
-        if length < 0 or length > MAX_BODY_BYTES:
+        if length > MAX_BODY_BYTES:
             self._send(413, {"error": f"request body over {MAX_BODY_BYTES} bytes"}, {"Connection": "close"})
             self.close_connection = True
             return None
         raw = self.rfile.read(length) if length else b"{}"
         try:
             body = json.loads(raw or b"{}")
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: nesting deeper than any real request
             self._send(400, {"error": "body is not valid JSON"})
             return None
         if not isinstance(body, dict):
