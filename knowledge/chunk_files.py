@@ -18,6 +18,7 @@ from .config import Settings
 from .corpus import read_source
 from .lexical import chunk_text, terms
 from .records import Chunk, FileProblem, Progress
+from .secrets import redaction_note
 from .store import FileFacts
 
 PARALLEL_FROM_FILES = 64  # below this, forking costs more than it saves
@@ -80,6 +81,7 @@ def _chunk_paths(job: _Job, paths: Sequence[str]) -> Chunked:
             out.skipped.append(FileProblem(rel, f"could not be chunked: {type(exc).__name__}: {exc}"))
             continue
         out.warnings.extend(parsed.problems)
+        out.warnings.extend(FileProblem(rel, redaction_note(line, kind)) for line, kind in source.redactions)
         if not parsed.chunks and job.kind == "docs":
             out.warnings.append(FileProblem(rel, "empty: no text to index"))
         if parsed.undescribed:

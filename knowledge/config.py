@@ -7,6 +7,7 @@ Precedence, highest first: command-line option > KNOWLEDGE_* variable > the seed
 from __future__ import annotations
 
 import os
+import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
@@ -15,6 +16,7 @@ from typing import Any
 
 from .errors import ConfigError
 from .fs import user_cache_dir
+from .secrets import DEFAULT_SECRET_FILES
 
 CONFIG_FILE = "knowledge.toml"
 DEFAULT_DOC_INCLUDE = ("**/*.md", "**/*.markdown", "**/*.mdx")
@@ -95,6 +97,9 @@ class Settings:
     threshold: float | None = None
     full_threshold: float | None = None
     budget: int = 2000
+    redact_secrets: bool = True
+    secret_patterns: tuple[str, ...] = ()  # regular expressions redacted besides the built-in detectors
+    secret_files: tuple[str, ...] = DEFAULT_SECRET_FILES  # file-name globs never read
 
 
 # setting -> (environment variables, highest priority first)
@@ -107,6 +112,7 @@ ENV_VARS: dict[str, tuple[str, ...]] = {
     "threshold": ("KNOWLEDGE_THRESHOLD", "SEARCH_SIMILARITY_THRESHOLD"),
     "full_threshold": ("KNOWLEDGE_FULL_THRESHOLD", "SEARCH_FULL_CONTEXT_SIMILARITY_THRESHOLD"),
     "budget": ("KNOWLEDGE_BUDGET", "SEARCH_CONTEXT_TOKEN_LIMIT"),
+    "redact_secrets": ("KNOWLEDGE_REDACT_SECRETS",),
 }
 
 
@@ -127,10 +133,27 @@ def _coerce(name: str, value: Any, origin: str) -> Any:  # noqa: ANN401 - valida
             if number < 1:
                 raise fail(f"{number} must be at least 1")
             return number
-        if name in {"include", "exclude", "code_include", "code_exclude"}:
+        if name in {"include", "exclude", "code_include", "code_exclude", "secret_files"}:
             if isinstance(value, str) or not all(isinstance(v, str) for v in value):
                 raise fail("expected a list of glob strings")
             return tuple(value)
+        if name == "secret_patterns":
+            if isinstance(value, str) or not all(isinstance(v, str) for v in value):
+                raise fail("expected a list of regular expressions")
+            for pattern in value:
+                try:
+                    re.compile(pattern)
+                except re.error as exc:
+                    raise fail(f"{pattern!r} is not a regular expression ({exc})") from exc
+            return tuple(value)
+        if name == "redact_secrets":
+            if isinstance(value, bool):
+                return value
+            if str(value).lower() in {"1", "true", "yes", "on"}:
+                return True
+            if str(value).lower() in {"0", "false", "no", "off"}:
+                return False
+            raise fail(f"{value!r} is not true or false")
         if name == "home":
             return Path(str(value)).expanduser()
         if name == "model_variant":

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import fnmatch
+import functools
 import hashlib
 import os
 import re
@@ -13,6 +14,7 @@ from pathlib import Path
 from . import git
 from .config import Settings
 from .records import FileProblem, SourceFile
+from .secrets import SecretRedactor, is_secret_file
 
 BINARY_SNIFF_BYTES = 8192
 
@@ -147,6 +149,8 @@ def read_source(root: Path, rel: str, settings: Settings, kind: str = "docs") ->
     if isinstance(checked, str):
         return FileProblem(rel, checked)
     path = checked
+    if is_secret_file(rel, settings.secret_files):
+        return FileProblem(rel, "a secrets file by its name (setting `secret_files`), never read")
     try:
         info = path.stat()
         size = info.st_size
@@ -164,10 +168,21 @@ def read_source(root: Path, rel: str, settings: Settings, kind: str = "docs") ->
     except UnicodeDecodeError as exc:
         return FileProblem(rel, f"not valid UTF-8 (byte {exc.start}: {exc.reason})")
     text = text.replace("\r\n", "\n").replace("\r", "\n")
+    redactions: tuple[tuple[int, str], ...] = ()
+    if settings.redact_secrets:
+        redacted = redactor(settings.secret_patterns).redact(text)
+        text = redacted.text
+        redactions = tuple((r.line, r.kind) for r in redacted.redactions)
     return SourceFile(
         path=rel,
         kind="doc" if kind == "docs" else "code",
         text=text,
         content_hash=hashlib.sha256(data).hexdigest(),
         stat=(info.st_mtime_ns, len(data)),
+        redactions=redactions,
     )
+
+
+@functools.lru_cache(maxsize=4)
+def redactor(extra_patterns: tuple[str, ...]) -> SecretRedactor:
+    return SecretRedactor(extra_patterns)

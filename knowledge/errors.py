@@ -9,6 +9,8 @@ KnowledgeError                 base: one-line, user-facing message
 ├── ModelUnavailableError      weights package missing, or the model failed to build/load
 ├── ModelVerificationError     a built model disagrees with the reference vectors
 ├── PathOutsideRepositoryError a requested path escapes the repository root
+├── GitError                   a git command failed (the command and git's own first line)
+├── StorageError               `.knowledge/` cannot be written: read-only, permission, disk full
 └── SourceFileError            one file unreadable/unparseable: recorded, never aborts a run
 """
 
@@ -52,4 +54,8 @@ class PathOutsideRepositoryError(KnowledgeError):
 
 
 class SourceFileError(KnowledgeError):
+    pass
+
+
+class StorageError(KnowledgeError):
     pass

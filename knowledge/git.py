@@ -6,6 +6,8 @@ import os
 import subprocess
 from pathlib import Path
 
+from .errors import KnowledgeError
+
 
 def _env() -> dict[str, str]:
     # Inside hooks git exports GIT_DIR, GIT_INDEX_FILE and friends, which would point our own git calls at the
@@ -21,18 +23,39 @@ def _env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if not k.startswith("GIT_") or k in keep}
 
 
+class GitError(KnowledgeError, subprocess.CalledProcessError):
+    """A git command failed; still a CalledProcessError, so callers that expect failure keep catching it."""
+
+    def __init__(self, returncode: int, cmd: list[str], stderr: str, cwd: Path) -> None:
+        subprocess.CalledProcessError.__init__(self, returncode, cmd, None, stderr)
+        self.cwd = cwd
+
+    def __str__(self) -> str:
+        said = next((line.strip() for line in (self.stderr or "").splitlines() if line.strip()), "")
+        said = said.removeprefix("fatal: ").removeprefix("error: ")
+        command = " ".join(self.cmd[:3])
+        return f"`{command}` failed in {self.cwd} (exit {self.returncode})" + (f": {said}" if said else "")
+
+
 def run_git(cwd: Path, *args: str) -> str:
-    """stdout of `git args` in `cwd`; raises subprocess.CalledProcessError on failure."""
-    result = subprocess.run(
-        ["git", *args],
-        cwd=cwd,
-        env=_env(),
-        capture_output=True,
-        check=True,
-        text=True,
-        encoding="utf-8",
-        errors="surrogateescape",
-    )
+    """stdout of `git args` in `cwd`; raises GitError (a CalledProcessError with a one-line message) on failure."""
+    try:
+        result = subprocess.run(
+            ["git", *args],
+            cwd=cwd,
+            env=_env(),
+            capture_output=True,
+            check=False,
+            text=True,
+            encoding="utf-8",
+            errors="surrogateescape",
+        )
+    except FileNotFoundError as exc:
+        if not Path(cwd).is_dir():
+            raise NotADirectoryError(str(cwd)) from exc
+        raise GitError(127, ["git", *args], "git is not installed (not on PATH)", cwd) from exc
+    if result.returncode != 0:
+        raise GitError(result.returncode, ["git", *args], result.stderr, cwd)
     return result.stdout
 
 
@@ -40,7 +63,11 @@ def repo_root(path: Path) -> Path | None:
     """The top of the git work tree holding `path`, or None outside git (or without git installed)."""
     try:
         return Path(run_git(path, "rev-parse", "--show-toplevel").strip())
-    except (subprocess.CalledProcessError, FileNotFoundError, NotADirectoryError):
+    except GitError as exc:
+        if exc.returncode == 127 or "not a git repository" in (exc.stderr or "").lower():
+            return None
+        raise  # git is there and the repository is broken (bad config, bad ownership): say so, do not guess
+    except (FileNotFoundError, NotADirectoryError):
         return None
 
 
@@ -112,6 +139,15 @@ def config_value(root: Path, key: str) -> str | None:
 
 def commits_between(root: Path, old: str, new: str) -> int:
     return int(run_git(root, "rev-list", "--count", f"{old}..{new}").strip() or 0)
+
+
+def is_ancestor(root: Path, old: str, new: str) -> bool:
+    """Whether `old` is `new` or one of its ancestors (false after a reset, rebase or force-pull moved past it)."""
+    try:
+        run_git(root, "merge-base", "--is-ancestor", old, new)
+    except subprocess.CalledProcessError:
+        return False
+    return True
 
 
 def is_ignored(root: Path, rel: str) -> bool:

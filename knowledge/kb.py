@@ -4,6 +4,7 @@ something must be embedded (or a query must be, once vectors exist)."""
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import subprocess
 import sys
@@ -14,7 +15,7 @@ from pathlib import Path
 
 from . import git
 from .config import Settings, load_settings
-from .corpus import KINDS, candidate_paths, read_source, regular_file
+from .corpus import KINDS, candidate_paths, read_source, redactor, regular_file
 from .embedding import model_spec
 from .errors import (
     IndexCorruptError,
@@ -31,6 +32,7 @@ from .model_access import EmbedderFactory, ModelAccess
 from .records import FileProblem, IndexReport, IndexStatus, SearchHit, SearchResponse, SourceText
 from .request import SearchRequest
 from .search import resolve_options, search
+from .secrets import REDACTION_NOTE
 from .store import embed_lock_path, index_dir, lock_path
 from .store.engines import open_store, store_exists
 
@@ -50,6 +52,20 @@ def _merge(reports: list[IndexReport], started: float) -> IndexReport:
         chunks_pending=pending,
         dense_coverage=min((r.dense_coverage for r in reports), default=1.0),
     )
+
+
+def default_variant(root: Path, model: str) -> str:
+    """The variant when no setting names one: what an existing index of this model was built with (an upgrade
+    never invalidates an index), else the model's default."""
+    spec = model_spec(model)
+    for kind in KINDS:
+        try:
+            manifest = json.loads((index_dir(root) / f"{kind}.meta.json").read_text(encoding="utf-8"))["manifest"]
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        if manifest.get("model_id") == spec.name and manifest.get("model_variant") in {"fp32", "int8"}:
+            return str(manifest["model_variant"])
+    return spec.default_variant
 
 
 class KnowledgeBase:
@@ -80,7 +96,9 @@ class KnowledgeBase:
         if not path.is_dir():
             raise KnowledgeError(f"{path}: not a directory")
         root = repo_root(path) or path
-        settings, _ = load_settings(root, overrides)
+        settings, sources = load_settings(root, overrides)
+        if sources["model_variant"] == "default":
+            settings = replace(settings, model_variant=default_variant(root, settings.model))
         return cls(root, settings, embedder_factory, on_model_step)
 
     # ---- the indexes ------------------------------------------------------------------------------------------
@@ -241,21 +259,34 @@ class KnowledgeBase:
         kinds = KINDS if request.kind == "all" else (request.kind,)
         sources = self.indexes(kinds)
         if any(index.coverage().embedded for index in sources):
+            for index in sources:  # by name first: a mismatch is said before any model is built or loaded
+                manifest = index.store.manifest
+                if not self.model.may_have_built(manifest.model_id, manifest.model_variant, manifest.fingerprint):
+                    raise self._model_mismatch(index)
             fingerprint = index_fingerprint(self.model.identity().fingerprint)
             for index in sources:
                 if index.store.manifest.fingerprint != fingerprint:
-                    manifest = index.store.manifest
-                    raise IndexIncompatibleError(
-                        f"{index_dir(self.root) / (index.kind + '.meta.json')}: built with {manifest.model_id} "
-                        f"({manifest.model_variant}), but the configured model is {self.settings.model} "
-                        f"({self.settings.model_variant}); run `knowledge reindex-all`"
-                    )
+                    raise self._model_mismatch(index)
             embed_query = self.model.embedder().embed_query
         else:
             embed_query = None
         manifest = sources[0].store.manifest
         options = resolve_options(request, self.settings, (manifest.threshold, manifest.full_threshold))
         return search(sources, embed_query, self.model.count_tokens, request.query, options, self.is_stale)
+
+    def _model_mismatch(self, index: KindIndex) -> IndexIncompatibleError:
+        manifest = index.store.manifest
+        built = f"{manifest.model_id} {manifest.model_variant}"
+        wanted = f"{model_spec(self.settings.model).name} {self.settings.model_variant}"
+        if built == wanted:  # same names, other weights or export: the fingerprint differs
+            return IndexIncompatibleError(
+                f"this index ({index.kind}) was built with another build of {built}; run `knowledge reindex-all`"
+            )
+        return IndexIncompatibleError(
+            f"this index ({index.kind}) was built with {built}, but the settings ask for {wanted}; run "
+            f"`knowledge reindex-all` to switch to {wanted} (its vectors are computed again), or set model = "
+            f'"{manifest.model_id}" and model_variant = "{manifest.model_variant}" to keep this index'
+        )
 
     def is_stale(self, path: str) -> bool:
         """True when `path` differs on disk from what its index holds."""
@@ -283,6 +314,8 @@ class KnowledgeBase:
             raise KnowledgeError(f"{path}: larger than max_file_bytes ({self.settings.max_file_bytes:,})")
         try:
             text = target.read_bytes().decode("utf-8-sig").replace("\r\n", "\n").replace("\r", "\n")
+            if self.settings.redact_secrets:
+                text = redactor(self.settings.secret_patterns).redact(text).text
             # The chunker's rule (split on \n only), so line numbers agree: U+2028, U+0085 and \f are not line ends.
             lines = text.split("\n")
             if lines and lines[-1] == "":
@@ -301,8 +334,19 @@ class KnowledgeBase:
         """The current lines of the file range a chunk was indexed from."""
         for index in self.indexes():
             chunk = index.store.chunk_by_id(chunk_id)
-            if chunk is not None:
+            if chunk is None:
+                continue
+            if not index.is_stale(chunk.path):
                 return self.source(chunk.path, chunk.line_start, chunk.line_end)
+            # The file changed since indexing: its current lines over the same range (clamped), said plainly.
+            if not (self.root / chunk.path).exists():
+                raise KnowledgeError(f"{chunk.path}: deleted since indexing; run `knowledge reindex-from-changes`")
+            whole = self.source(chunk.path)
+            last = min(chunk.line_end, whole.total_lines)
+            first = min(chunk.line_start, last) if last else 1
+            current = self.source(chunk.path, first, last) if last else whole
+            note = f"{chunk.path} changed since it was indexed; these are its current lines {first}-{last}"
+            return replace(current, note=note)
         raise KnowledgeError(f"{chunk_id}: no chunk with this id in the index")
 
     def docs_for_file(self, path: str) -> list[SearchHit]:
@@ -355,6 +399,7 @@ class KnowledgeBase:
         manifest = indexes[0].store.manifest
         built = time.mktime(time.strptime(manifest.built_at, "%Y-%m-%dT%H:%M:%SZ")) - time.timezone
         summaries = {index.kind: index.store.summary() for index in indexes}
+        problems = [p for s in summaries.values() for p in s.problems]
         coverages = {index.kind: index.coverage() for index in indexes}
         total = sum(c.chunks for c in coverages.values())
         embedded = sum(c.embedded for c in coverages.values())
@@ -368,7 +413,8 @@ class KnowledgeBase:
             chunks=total,
             built_at=manifest.built_at,
             age_seconds=round(time.time() - built, 1),
-            skipped=tuple(p for s in summaries.values() for p in s.problems),
+            skipped=tuple(p for p in problems if not p.problem.startswith(REDACTION_NOTE)),
+            redactions=tuple(p for p in problems if p.problem.startswith(REDACTION_NOTE)),
             thresholds={"threshold": manifest.threshold, "full_threshold": manifest.full_threshold},
             kinds={
                 kind: {"files": s.files, "chunks": s.chunks, "embedded": coverages[kind].embedded}
@@ -383,9 +429,18 @@ class KnowledgeBase:
     def _freshness(self, indexes: list[KindIndex]) -> dict[str, object]:
         head = self._head()
         behind: int | None = None
+        relation: str | None = None
         commit = indexes[0].commit
-        if head and commit and git.commit_exists(self.root, commit):
-            behind = git.commits_between(self.root, commit, head)
+        if head and commit:
+            if commit == head:
+                behind, relation = 0, "at HEAD"
+            elif not git.commit_exists(self.root, commit):
+                relation = "unknown to git (history rewritten)"
+            elif git.is_ancestor(self.root, commit, head):
+                behind = git.commits_between(self.root, commit, head)
+                relation = f"{behind} commit(s) behind HEAD"
+            else:  # a reset, rebase or force-pull moved HEAD off the indexed commit's line
+                relation = "not at HEAD: history moved (reset, rebase or pull) since it was indexed"
         changed: set[str] = set()
         for index in indexes:
             problem_paths = {p.path for p in index.store.problems()}
@@ -394,6 +449,7 @@ class KnowledgeBase:
             "commit": commit,
             "head": head,
             "commits_behind": behind,
+            "commit_relation": relation,
             "changed_files": tuple(sorted(changed)),
             "reindex_running": is_locked(lock_path(self.root)) or is_locked(embed_lock_path(self.root)),
         }

@@ -14,6 +14,7 @@ class SourceFile:
     text: str
     content_hash: str
     stat: tuple[int, int] = (0, 0)  # (mtime_ns, size) when read: the cheap freshness check
+    redactions: tuple[tuple[int, str], ...] = ()  # (line, kind) of each secret replaced in `text`
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,13 +140,15 @@ class IndexStatus:
     thresholds: dict[str, float] = field(default_factory=dict)
     commit: str | None = None  # the commit the index reflects
     head: str | None = None
-    commits_behind: int | None = None  # None when the indexed commit is unknown to git (history rewritten)
+    commits_behind: int | None = None  # None unless HEAD descends from the indexed commit
+    commit_relation: str | None = None  # "at HEAD", "N commit(s) behind HEAD", or why HEAD is off the indexed line
     changed_files: tuple[str, ...] = ()  # files whose content on disk differs from the index (work tree included)
     reindex_running: bool = False
     kinds: dict[str, dict[str, int]] = field(default_factory=dict)  # per kind: files, chunks
     dense_coverage: float = 1.0
     chunks_pending: int = 0
     embedding_eta_seconds: float | None = None  # while an embedding run is going
+    redactions: tuple[FileProblem, ...] = field(default_factory=tuple)  # secrets replaced: file, line and kind
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,3 +160,4 @@ class SourceText:
     line_end: int
     total_lines: int
     lines: tuple[str, ...]
+    note: str | None = None  # e.g. the file changed since the chunk asked for was indexed

@@ -37,7 +37,8 @@ def search_to_text(response: SearchResponse) -> str:
             what = hit.section or hit.title
         via = f"  [{hit.neighbour_of}]" if hit.neighbour_of else ""
         score = "lex  " if hit.score is None else f"{hit.score:.3f}"
-        out.append(f"[{score}] {hit.path}:{hit.line_start}-{hit.line_end}  {what}{via}")
+        stale = "  [stale: file changed since indexing]" if hit.stale else ""
+        out.append(f"[{score}] {hit.path}:{hit.line_start}-{hit.line_end}  {what}{via}{stale}")
         for label, refs in (("calls", hit.calls), ("called by", hit.called_by)):
             if refs:
                 out.append(f"        {label}: " + ", ".join(f"{r['name']} ({r['path']}:{r['line']})" for r in refs[:5]))
@@ -83,13 +84,16 @@ def report_summary(report: IndexReport) -> str:
 def status_to_dict(status: IndexStatus) -> dict[str, Any]:
     data = asdict(status)
     data["skipped"] = [str(p) for p in status.skipped]
+    data["redactions"] = [str(p) for p in status.redactions]
+    data["secrets_redacted"] = len(status.redactions)
     return data
 
 
 def status_from_dict(data: dict[str, Any]) -> IndexStatus:
     """The inverse of status_to_dict, for answers that came from a server or the daemon."""
     fields = {**data}
-    fields["skipped"] = tuple(FileProblem(*str(p).split(": ", 1)) for p in data.get("skipped", ()))
+    for name in ("skipped", "redactions"):
+        fields[name] = tuple(FileProblem(*str(p).split(": ", 1)) for p in data.get(name, ()))
     fields["changed_files"] = tuple(data.get("changed_files", ()))
     return IndexStatus(**{name: fields[name] for name in IndexStatus.__dataclass_fields__ if name in fields})
 
@@ -117,8 +121,8 @@ def status_to_text(status: IndexStatus) -> str:
         f"full content {status.thresholds.get('full_threshold')}",
     ]
     if status.commit:
-        behind = "unknown (history rewritten)" if status.commits_behind is None else status.commits_behind
-        lines.append(f"commit:     {status.commit[:12]} (HEAD {str(status.head)[:12]}, commits behind: {behind})")
+        relation = status.commit_relation or "HEAD unknown"
+        lines.append(f"commit:     {status.commit[:12]} (HEAD {str(status.head)[:12]}: {relation})")
     lines.append(
         f"changed:    {len(status.changed_files)} file(s) differ from the index"
         + (": " + ", ".join(status.changed_files[:10]) if status.changed_files else "")
@@ -128,6 +132,10 @@ def status_to_text(status: IndexStatus) -> str:
     if status.skipped:
         lines.append(f"problems:   {len(status.skipped)}")
         lines.extend(f"  {p}" for p in status.skipped)
+    if status.redactions:
+        files = len({p.path for p in status.redactions})
+        lines.append(f"secrets:    {len(status.redactions)} redacted in {files} file(s) (setting `redact_secrets`)")
+        lines.extend(f"  {p}" for p in status.redactions[:20])
     return "\n".join(lines) + "\n"
 
 

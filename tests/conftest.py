@@ -45,6 +45,8 @@ def isolated_env(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("KNOWLEDGE_HOME", str(home))
     for name in (
         "KNOWLEDGE_MODEL",
+        "KNOWLEDGE_MODEL_VARIANT",
+        "KNOWLEDGE_REDACT_SECRETS",
         "KNOWLEDGE_THRESHOLD",
         "KNOWLEDGE_FULL_THRESHOLD",
         "KNOWLEDGE_BUDGET",

@@ -36,3 +36,17 @@ def test_code_exclude_adds_to_the_generated_and_vendored_defaults(tmp_path):
     settings, _ = load_settings(tmp_path, {}, {})
     assert "legacy/**" in settings.code_exclude
     assert "**/node_modules/**" in settings.code_exclude
+
+
+def test_variant_default_follows_an_existing_index_then_the_model(tmp_path):
+    import json
+
+    from knowledge.kb import default_variant
+
+    assert default_variant(tmp_path, "all-mpnet-base-v2") == "int8"
+    assert default_variant(tmp_path, "all-MiniLM-L6-v2") == "fp32"
+    (tmp_path / ".knowledge").mkdir()
+    manifest = {"model_id": "all-mpnet-base-v2", "model_variant": "fp32"}
+    (tmp_path / ".knowledge" / "code.meta.json").write_text(json.dumps({"manifest": manifest}))
+    assert default_variant(tmp_path, "all-mpnet-base-v2") == "fp32"  # an upgrade keeps the index it finds
+    assert default_variant(tmp_path, "all-MiniLM-L6-v2") == "fp32"

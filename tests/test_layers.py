@@ -30,6 +30,7 @@ LAYERS = {
         "knowledge.callgraph",
         "knowledge.request",
         "knowledge.version",
+        "knowledge.secrets",
     ),
 }
 ORDER = list(LAYERS)

@@ -77,6 +77,7 @@ def test_default_model_index_is_768_dims_and_answers(model_home, docs_repo):
     assert report.files_indexed == 3
     manifest = json.loads((docs_repo / ".knowledge" / "docs.meta.json").read_text())["manifest"]
     assert manifest["model_id"] == "all-mpnet-base-v2"
+    assert manifest["model_variant"] == "int8"  # the default where int8 kept fp32's quality (docs/benchmarks.md)
     assert manifest["dims"] == 768
     index = Index.restore(str(docs_repo / ".knowledge" / "docs.usearch"))
     assert index.ndim == 768

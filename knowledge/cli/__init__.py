@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import sys
@@ -61,6 +62,9 @@ class KnowledgeGroup(click.Group):
         except Exception as exc:
             if ctx.obj and ctx.obj.get("debug"):
                 raise
+            storage = storage_problem(exc)
+            if storage is not None:
+                raise click.ClickException(storage) from exc
             try:
                 log = _root(ctx) / ".knowledge" / "logs" / "last-error.log"
             except Exception:  # no git, unreadable folder: the message still goes out
@@ -73,6 +77,22 @@ class KnowledgeGroup(click.Group):
                 where = ""
             click.echo(f"Error: internal error: {type(exc).__name__}: {exc}{where}", err=True)
             ctx.exit(EXIT_INTERNAL)
+
+
+_STORAGE_ERRNOS = {errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOSPC, errno.EDQUOT}
+_SQLITE_STORAGE = ("readonly database", "disk is full", "unable to open database file", "disk i/o error")
+
+
+def storage_problem(exc: BaseException) -> str | None:
+    """One line for a write the file system refused (read-only, permission, disk full), else None."""
+    import sqlite3
+
+    if isinstance(exc, OSError) and exc.errno in _STORAGE_ERRNOS:
+        where = f" {exc.filename}" if exc.filename else ""
+        return f"cannot write{where}: {exc.strerror or exc}"
+    if isinstance(exc, sqlite3.OperationalError) and any(s in str(exc).lower() for s in _SQLITE_STORAGE):
+        return f"cannot write the index under .knowledge/: {exc} (read-only, no permission or disk full?)"
+    return None
 
 
 class ProgressPrinter:
@@ -342,7 +362,8 @@ def _run_from_hook(ctx: click.Context, hook: str) -> None:
     except KnowledgeError as exc:
         line = f"nothing indexed: {exc}"
     except Exception as exc:  # the hook must never fail; the log says why
-        line = f"nothing indexed: internal error {type(exc).__name__}: {exc}"
+        why = storage_problem(exc) or f"internal error {type(exc).__name__}: {exc}"
+        line = f"nothing indexed: {why}"
     click.echo(f"{stamp} {hook}: {line}")
 
 
@@ -565,9 +586,9 @@ def model_install_command(ctx: click.Context, name: str | None, variant: str | N
     from ..embedding.install import build_model
 
     root_ctx = ctx.find_root()
-    settings, _ = load_settings(Path(root_ctx.obj["path"]).resolve(), root_ctx.obj["overrides"])
+    settings, sources = load_settings(_root(ctx), root_ctx.obj["overrides"])
     spec = model_spec(name or settings.model)
-    chosen = variant or settings.model_variant
+    chosen = variant or (settings.model_variant if sources["model_variant"] != "default" else spec.default_variant)
     say = (lambda message: click.echo(f"{spec.name}: {message}", err=True)) if _interactive(quiet) else None
     installed = build_model(settings.home, spec, chosen, say)
     click.echo(f"{spec.name} ({chosen}) ready: {installed.path} (min cosine to reference {installed.min_cosine:.6f})")
@@ -586,7 +607,7 @@ def model_list_command(ctx: click.Context) -> None:
     from ..embedding.weights import weights_installed
 
     root_ctx = ctx.find_root()
-    settings, _ = load_settings(Path(root_ctx.obj["path"]).resolve(), root_ctx.obj["overrides"])
+    settings, _ = load_settings(_root(ctx), root_ctx.obj["overrides"])
     for spec in MODELS.values():
         built = [v for v in ("fp32", "int8") if installed_model(settings.home, spec, v)]
         weights = "weights installed" if weights_installed(spec) else f"weights missing ({spec.pip_hint})"

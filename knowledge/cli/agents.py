@@ -59,6 +59,8 @@ def show_command(ctx: click.Context, spec: str | None, chunk_id: str | None, as_
         from ..records import SourceText
 
         text = SourceText(data["path"], data["line_start"], data["line_end"], data["total_lines"], tuple(data["lines"]))
+        if data.get("note"):
+            click.echo(f"note: {data['note']}", err=True)
         click.echo(source_to_text(text), nl=False)
 
 

@@ -80,7 +80,7 @@ def _quantize(model_path: Path) -> None:
     except ImportError as exc:
         raise ModelUnavailableError(
             f"the int8 variant needs onnxruntime's quantizer, which could not load ({exc}); "
-            "fix: pip install 'onnx-ir>=1.0' (or the `quantize` extra)"
+            "fix: pip install 'onnx-ir>=1.0'"
         ) from exc
 
     import logging

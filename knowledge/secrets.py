@@ -1,0 +1,223 @@
+"""Secrets kept out of the index: well-known credential shapes are replaced by a placeholder before a file is chunked,
+embedded, stored or served, and files that are secrets by name are never read.
+
+The detectors follow detect-secrets 1.5's (private keys, cloud and service tokens, passwords in URLs, keyword
+assignments), written as one pass of regular expressions so that redaction costs little next to chunking. Line
+structure is kept exactly (a multi-line key becomes one placeholder line and blank lines), so line numbers agree with
+the file on disk.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+PLACEHOLDER = "[redacted: {kind}]"
+REDACTION_NOTE = "secret redacted"  # how a redaction is reported (a file's problem line starts with it)
+
+# File names (globs on the last path component) that hold secrets by nature; setting `secret_files` replaces them.
+DEFAULT_SECRET_FILES = (
+    ".env",
+    ".env.*",
+    "*.env",
+    "*.pem",
+    "*.key",
+    "*.p12",
+    "*.pfx",
+    "*.jks",
+    "*.keystore",
+    "id_rsa",
+    "id_dsa",
+    "id_ecdsa",
+    "id_ed25519",
+    ".netrc",
+    ".pgpass",
+    ".npmrc",
+    ".pypirc",
+    ".git-credentials",
+    "credentials",
+    "credentials.json",
+    "secrets.yaml",
+    "secrets.yml",
+    "secrets.json",
+)
+
+_PRIVATE_KEY = re.compile(
+    r"-----BEGIN[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----.*?(?:-----END[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----|\Z)",
+    re.DOTALL,
+)
+
+# (kind, hints, pattern): the whole match is the secret. A pattern runs only on texts holding one of its hints (plain
+# substrings), which keeps the pass fast: most files hold none.
+_TOKEN_SHAPES: tuple[tuple[str, tuple[str, ...], str], ...] = (
+    ("aws-access-key", ("A3T", "AKIA", "ASIA", "ABIA", "ACCA"), r"(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}\b"),
+    ("github-token", ("gh", "github_pat_"), r"\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{60,}"),
+    ("gitlab-token", ("glpat-",), r"glpat-[A-Za-z0-9_\-]{20,}"),
+    ("slack-token", ("xox",), r"xox[abposr]-[A-Za-z0-9-]{10,}"),
+    ("slack-webhook", ("hooks.slack.com",), r"https://hooks\.slack\.com/services/T\w+/B\w+/\w+"),
+    ("stripe-key", ("_live_",), r"\b(?:sk|rk)_live_[0-9a-zA-Z]{24,}"),
+    ("google-api-key", ("AIza",), r"AIza[0-9A-Za-z_\-]{35}"),
+    ("openai-key", ("sk-",), r"\bsk-(?:proj-|svcacct-|ant-[a-z0-9]+-)?[A-Za-z0-9_\-]{32,}"),
+    ("npm-token", ("npm_",), r"\bnpm_[A-Za-z0-9]{36}\b"),
+    ("pypi-token", ("pypi-",), r"pypi-AgEIcHlwaS5vcmc[A-Za-z0-9_\-]{50,}"),
+    ("sendgrid-key", ("SG.",), r"\bSG\.[A-Za-z0-9_\-]{22}\.[A-Za-z0-9_\-]{43}\b"),
+    ("twilio-key", ("SK",), r"\bSK[0-9a-fA-F]{32}\b"),
+    ("mailchimp-key", ("-us",), r"\b[0-9a-f]{32}-us[0-9]{1,2}\b"),
+    ("square-token", ("sq0",), r"sq0(?:atp|csp)-[0-9A-Za-z_\-]{22,43}"),
+    ("jwt", ("eyJ",), r"\beyJ[A-Za-z0-9_\-]{10,}\.eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}"),
+    ("azure-storage-key", ("AccountKey=",), r"AccountKey=[A-Za-z0-9+/=]{80,}"),
+)
+_TOKENS = tuple((kind, hints, re.compile(pattern)) for kind, hints, pattern in _TOKEN_SHAPES)
+
+# scheme://user:password@host: the password part only.
+_URL_PASSWORD = re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.\-]*://[^\s:/@'\"]+:(?P<secret>[^\s@/'\"]{3,})@[^\s/'\"]")
+_PLACEHOLDER_WORDS = frozenset({"password", "passwd", "pass", "pwd", "pw", "secret", "foo", "bar", "baz", "user", "x"})
+
+# A secret-named key assigned a literal: `password = "..."`, `API_KEY: ...`, `"client_secret": "..."`. Found from
+# the key words (a plain substring scan of the lower-cased text), then matched at the key's end.
+_SECRET_WORDS = (
+    "passw", "pwd", "secret", "token", "apikey", "api_key", "api-key", "access_key", "access-key",
+    "private_key", "private-key", "privatekey", "auth_key", "credential",
+)  # fmt: skip
+_KEY_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
+_VALUE_AFTER_KEY = re.compile(
+    r"""(?mx)["']?[ \t]*(?::=|=>|=|:)[ \t]*
+    (?:(?P<quote>["'`])(?P<quoted>[^"'`\s]{8,})(?P=quote)
+      |(?P<bare>[^\s"'`,;#()\[\]{}]{12,})(?=[ \t]*(?:\#.*)?$))   # unquoted: a config value, to the line's end
+    """
+)
+_NOT_A_VALUE = re.compile(
+    r"""(?x)^(?:
+        \$\{?[\w.]+\}?|\{\{.*\}\}|%\(.*\)s|<[^>]*>|\[redacted:.*     # templates, placeholders
+        |(?:os\.|process\.|env\.|settings\.|self\.|config\.|getenv|environ)\S*  # references, not literals
+        |[A-Za-z_][\w.]*\(.*                                            # a call
+        |[a-z][a-z0-9+.\-]*://.*                                         # a URL (its password is found apart)
+        |[_\W]*[A-Za-z]+(?:[_/.\-:\ ]+[A-Za-z]+)*[_\W]*                  # words, paths, names: no digits, no noise
+        |(?:x+|\*+|\.+|-+|_+|none|null|true|false|changeme|redacted|dummy|example|placeholder|your[_\-].*)
+    )$""",
+    re.IGNORECASE,
+)
+# A bare value that is an attribute path (`user.password`) or a class name is a reference in code, not a literal.
+_REFERENCE = re.compile(r"[A-Za-z_]\w*(?:\.\w+)+|[A-Z][a-z]+(?:[A-Z][a-z0-9]*)+|[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+")
+
+# Keys that name something about a secret rather than the secret: `token_url`, `password_min_length`.
+_DESCRIBES_A_SECRET = re.compile(
+    r"(?i)[_.\-](?:url|uri|endpoint|path|file|dir|name|field|label|id|length|len|type|kind|timeout|ttl|expiry|expires|"
+    r"header|prefix|suffix|format|mode|count|size|min|max|policy|hint|validator|env|var|form|template|view)$"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Redaction:
+    line: int  # 1-based
+    kind: str
+
+
+@dataclass(frozen=True, slots=True)
+class Redacted:
+    text: str
+    redactions: tuple[Redaction, ...]
+
+
+def _entropy(value: str) -> float:
+    counts = Counter(value)
+    return -sum(n / len(value) * math.log2(n / len(value)) for n in counts.values())
+
+
+def _looks_secret(value: str) -> bool:
+    if _NOT_A_VALUE.match(value):
+        return False
+    # Words and identifiers (`password_field_name`) are not secrets; a mix of cases, digits and symbols or a random
+    # string is. detect-secrets' keyword detector takes any quoted literal; this keeps code readable in the index.
+    classes = sum(bool(re.search(p, value)) for p in (r"[a-z]", r"[A-Z]", r"[0-9]", r"[^A-Za-z0-9]"))
+    return _entropy(value) >= 3.0 and classes >= 2 and not re.fullmatch(r"[a-z]+(?:[_\-][a-z]+)*", value)
+
+
+class SecretRedactor:
+    """Replaces every secret in a text; `extra_patterns` (regular expressions) add to the built-in detectors."""
+
+    def __init__(self, extra_patterns: Iterable[str] = ()) -> None:
+        self._extra = [re.compile(p) for p in extra_patterns]
+
+    def redact(self, text: str) -> Redacted:
+        found: list[tuple[int, int, str]] = []  # (start, end, kind) in text offsets
+        if "PRIVATE KEY" in text:
+            found.extend((m.start(), m.end(), "private-key") for m in _PRIVATE_KEY.finditer(text))
+        for kind, hints, pattern in _TOKENS:
+            if any(hint in text for hint in hints):
+                found.extend((m.start(), m.end(), kind) for m in pattern.finditer(text))
+        if "://" in text:
+            for match in _URL_PASSWORD.finditer(text):
+                if match.group("secret").lower() not in _PLACEHOLDER_WORDS:
+                    found.append((match.start("secret"), match.end("secret"), "password-in-url"))
+        found.extend(_assignments(text))
+        for pattern in self._extra:
+            found.extend((m.start(), m.end(), "custom-pattern") for m in pattern.finditer(text) if m.end() > m.start())
+        if not found:
+            return Redacted(text, ())
+        return _apply(text, found)
+
+
+def _assignments(text: str) -> list[tuple[int, int, str]]:
+    lower = text.lower()
+    key_ends: dict[int, int] = {}  # key end -> key start
+    for word in _SECRET_WORDS:
+        at = lower.find(word)
+        while at != -1:
+            start, end = at, at + len(word)
+            while start > 0 and text[start - 1] in _KEY_CHARS:
+                start -= 1
+            while end < len(text) and text[end] in _KEY_CHARS:
+                end += 1
+            key_ends[end] = start
+            at = lower.find(word, end)
+    found = []
+    for end, start in key_ends.items():
+        match = _VALUE_AFTER_KEY.match(text, end)
+        if match is None or _DESCRIBES_A_SECRET.search(text[start:end]):
+            continue
+        group = "quoted" if match.group("quoted") is not None else "bare"
+        value = match.group(group)
+        if group == "bare" and _REFERENCE.fullmatch(value):
+            continue
+        if _looks_secret(value):
+            found.append((match.start(group), match.end(group), "secret-assignment"))
+    return found
+
+
+def _apply(text: str, found: list[tuple[int, int, str]]) -> Redacted:
+    found.sort()
+    merged: list[tuple[int, int, str]] = []
+    for start, end, kind in found:
+        if merged and start < merged[-1][1]:  # overlapping detections: the earliest (then widest) wins
+            previous = merged[-1]
+            merged[-1] = (previous[0], max(previous[1], end), previous[2])
+            continue
+        merged.append((start, end, kind))
+    parts: list[str] = []
+    redactions: list[Redaction] = []
+    position = 0
+    for start, end, kind in merged:
+        parts.append(text[position:start])
+        secret = text[start:end]
+        # Keep every newline of a multi-line secret so that line numbers stay those of the file.
+        parts.append(PLACEHOLDER.format(kind=kind) + "\n" * secret.count("\n"))
+        redactions.append(Redaction(text.count("\n", 0, start) + 1, kind))
+        position = end
+    parts.append(text[position:])
+    return Redacted("".join(parts), tuple(redactions))
+
+
+def redaction_note(line: int, kind: str) -> str:
+    return f"{REDACTION_NOTE} at line {line} ({kind})"
+
+
+def is_secret_file(rel: str, patterns: Iterable[str]) -> bool:
+    """True when the file's name matches one of the secret-file globs (matched against the last path component)."""
+    import fnmatch
+
+    name = rel.rsplit("/", 1)[-1]
+    return any(fnmatch.fnmatchcase(name, pattern) for pattern in patterns)

@@ -1,0 +1,168 @@
+"""Secrets never reach the index, the embedder, search output, `show` or HTTP; line numbers stay the file's."""
+
+import json
+import threading
+
+import pytest
+from click.testing import CliRunner
+
+from knowledge.cli import cli
+from knowledge.config import load_settings
+from knowledge.errors import ConfigError
+from knowledge.kb import KnowledgeBase
+from knowledge.secrets import SecretRedactor, is_secret_file
+from knowledge.server.backend import LocalBackend
+from knowledge.server.http import KnowledgeHTTPServer
+
+from .conftest import HashingEmbedder, commit
+from .test_server import call
+
+AWS_KEY = "AKIAZ7QWERTYUIOPLKJH"
+PRIVATE_KEY = (
+    "-----BEGIN OPENSSH PRIVATE KEY-----\n"
+    "b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW\n"
+    "QyNTUxOQAAACBqkKEYPRIVATEKEYBODYx2Lw5o1p3r8kq0bZ0xM1wAAAJiV8s2rlfLNqw\n"
+    "-----END OPENSSH PRIVATE KEY-----\n"
+)
+KEY_BODY = "QyNTUxOQAAACBqkKEYPRIVATEKEYBODYx2Lw5o1p3r8kq0bZ0xM1wAAAJiV8s2rlfLNqw"
+PASSWORD = "Zq8!vR2#lmP0x"
+
+CONFIG = f"""# Deployment settings for the billing service
+aws_access_key_id = {AWS_KEY}
+database_url = postgres://billing:{PASSWORD}@db.internal:5432/billing
+retries = 3
+"""
+CODE = f'''"""Billing client."""
+
+DEPLOY_KEY = """{PRIVATE_KEY}"""
+
+
+def charge_customer(amount):
+    """Charge the customer through the billing gateway."""
+    password = request.form["password"]
+    return gateway.charge(amount, password)
+'''
+
+
+@pytest.fixture
+def repo(git_repo):
+    commit(
+        git_repo,
+        {
+            "config/billing.ini": CONFIG,
+            "billing/client.py": CODE,
+            "docs/billing.md": f"---\ndescription: billing\n---\n# Billing\n\nThe key `{AWS_KEY}` is rotated.\n",
+            ".env": f"AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\nKEY={AWS_KEY}\n",
+            "config/secrets.yaml": "billing:\n  signing: wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\n",
+        },
+    )
+    return git_repo
+
+
+def open_kb(root):
+    return KnowledgeBase.open(root, embedder_factory=lambda s: HashingEmbedder())
+
+
+def test_well_known_shapes_are_replaced_and_lines_kept():
+    text = f"a = 1\nkey = '{AWS_KEY}'\n{PRIVATE_KEY}token: ghp_{'a1B2' * 9}\nurl = https://u:{PASSWORD}@h/x\n"
+    redacted = SecretRedactor().redact(text)
+    assert redacted.text.count("\n") == text.count("\n")
+    for secret in (AWS_KEY, KEY_BODY, "ghp_", PASSWORD):
+        assert secret not in redacted.text
+    assert [(r.line, r.kind) for r in redacted.redactions] == [
+        (2, "aws-access-key"),
+        (3, "private-key"),
+        (7, "github-token"),
+        (8, "password-in-url"),
+    ]
+    assert redacted.text.split("\n")[6] == "token: [redacted: github-token]"
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        'password = request.POST["password"]',
+        "token = get_token()",
+        "initial_password = user.password",
+        'template = "auth/password_change_form.html"',
+        "token_url = https://example.com/oauth/token",
+        "api_key: ${API_KEY}",
+        "PASSWORD_RESET_TIMEOUT = 259200",
+        'SECRET_KEY = os.environ["SECRET_KEY"]',
+    ],
+)
+def test_code_that_only_names_a_secret_is_left_alone(line):
+    assert SecretRedactor().redact(line + "\n").redactions == ()
+
+
+def test_extra_patterns_and_secret_file_names():
+    redacted = SecretRedactor([r"ACME-[0-9]{6}"]).redact("id ACME-123456 here\n")
+    assert redacted.text == "id [redacted: custom-pattern] here\n"
+    assert is_secret_file("deploy/.env", (".env",))
+    assert is_secret_file("keys/server.pem", ("*.pem",))
+    assert not is_secret_file("docs/env.md", (".env", "*.pem"))
+
+
+def test_nothing_secret_reaches_the_index_search_show_or_http(repo):
+    kb = open_kb(repo)
+    report = kb.reindex_all()
+    notes = {str(p) for p in report.warnings}
+    assert "config/billing.ini: secret redacted at line 2 (aws-access-key)" in notes
+    assert "config/billing.ini: secret redacted at line 3 (password-in-url)" in notes
+    assert "billing/client.py: secret redacted at line 3 (private-key)" in notes
+    assert {p.path: p.problem for p in report.skipped}["config/secrets.yaml"].startswith("a secrets file by its name")
+    stored = b"".join(p.read_bytes() for p in (repo / ".knowledge").rglob("*") if p.is_file())
+    for secret in (AWS_KEY, KEY_BODY, PASSWORD, "wJalrXUtnFEMI"):
+        assert secret.encode() not in stored, secret
+
+    status = kb.status()
+    assert len(status.redactions) == 4
+    assert all(not p.problem.startswith("secret redacted") for p in status.skipped)
+
+    runner = CliRunner()
+    obj = {"embedder_factory": lambda s: HashingEmbedder()}
+    found = runner.invoke(cli, ["-C", str(repo), "search", "billing key rotated", "--json", "-k", "20"], obj=obj)
+    assert found.exit_code == 0, found.output
+    assert json.loads(found.stdout)["results"], "the redacted files are still searchable"
+    shown = runner.invoke(cli, ["-C", str(repo), "show", "config/billing.ini"], obj=obj)
+    assert "[redacted: aws-access-key]" in shown.stdout
+    assert "3  database_url = postgres://billing:[redacted: password-in-url]@db.internal" in shown.stdout
+    for output in (found.stdout, shown.stdout):
+        for secret in (AWS_KEY, KEY_BODY, PASSWORD):
+            assert secret not in output
+    status_json = json.loads(runner.invoke(cli, ["-C", str(repo), "status", "--json"], obj=obj).stdout)
+    assert status_json["secrets_redacted"] == 4
+
+    httpd = KnowledgeHTTPServer(("127.0.0.1", 0), LocalBackend(open_kb(repo)), "t0ken-for-tests-0123456789")
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        url = f"http://127.0.0.1:{httpd.server_address[1]}"
+        answers = [
+            call(url, "/v1/search", {"query": "billing deploy key", "kind": "all", "threshold": -1}),
+            call(url, "/v1/source", {"path": "billing/client.py"}),
+            call(url, "/v1/source", {"path": "config/billing.ini"}),
+        ]
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+    assert [code for code, _ in answers] == [200, 200, 200]
+    served = json.dumps([data for _, data in answers])
+    assert answers[0][1]["results"]
+    for secret in (AWS_KEY, KEY_BODY, PASSWORD):
+        assert secret not in served
+
+
+def test_redaction_can_be_turned_off(repo):
+    (repo / "knowledge.toml").write_text("redact_secrets = false\n")
+    kb = open_kb(repo)
+    kb.reindex_all()
+    stored = b"".join(p.read_bytes() for p in (repo / ".knowledge").rglob("*") if p.is_file())
+    assert AWS_KEY.encode() in stored
+    assert kb.status().redactions == ()
+
+
+def test_a_bad_secret_pattern_is_one_clear_error(tmp_path):
+    (tmp_path / "knowledge.toml").write_text('secret_patterns = ["(unclosed"]\n')
+    with pytest.raises(ConfigError, match=r"knowledge\.toml: secret_patterns: '\(unclosed' is not a regular"):
+        load_settings(tmp_path)
