@@ -145,6 +145,11 @@ def regular_file(root: Path, rel: str) -> Path | str:
 
 def read_source(root: Path, rel: str, settings: Settings, kind: str = "docs") -> SourceFile | FileProblem:
     """Decode one file, or say in one line why it cannot be indexed."""
+    try:
+        rel.encode("utf-8")
+    except UnicodeEncodeError:  # git hands such names over with surrogate escapes; no store can hold them as text
+        printable = rel.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+        return FileProblem(printable, "file name is not valid UTF-8 (rename it to index it)")
     checked = regular_file(root, rel)
     if isinstance(checked, str):
         return FileProblem(rel, checked)

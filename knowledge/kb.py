@@ -119,8 +119,9 @@ class KnowledgeBase:
         return index
 
     def indexes(self, kinds: tuple[str, ...] = KINDS) -> list[KindIndex]:
-        """Every existing index of `kinds` (docs always: it names the one command to run when missing)."""
-        return [self.index(kind) for kind in kinds if kind == "docs" or store_exists(self.root, kind)]
+        """Every existing index of `kinds`; when none exists, opening the first says which command to run."""
+        found = [self.index(kind) for kind in kinds if store_exists(self.root, kind)]
+        return found or [self.index(kinds[0])]
 
     def _head(self) -> str | None:
         return git.head_commit(self.root) if git.repo_root(self.root) is not None else None

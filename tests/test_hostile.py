@@ -109,3 +109,30 @@ def test_unknown_path_is_a_clear_error(git_repo):
     commit(git_repo, {"docs/a.md": "# A\n\ntext\n"})
     with pytest.raises(KnowledgeError, match="no such file"):
         open_kb(git_repo).source(str(Path("docs") / "missing.md"))
+
+
+def test_a_file_name_that_is_not_utf8_is_reported_and_the_rest_indexed(git_repo):
+    commit(git_repo, {"docs/ok.md": "# Ok\n\nfine words\n"})
+    (git_repo / "docs").joinpath(os.fsdecode(b"bad-\xff-name.md")).write_bytes(b"# Bad\n\ntext\n")
+    git(git_repo, "add", "-A")
+    git(git_repo, "commit", "-qm", "bad name")
+    report = open_kb(git_repo).reindex_all()
+    assert [str(p) for p in report.skipped] == [
+        "docs/bad-\ufffd-name.md: file name is not valid UTF-8 (rename it to index it)"
+    ]
+    assert {c.path for c in LocalStore.open(git_repo).all_chunks().values()} == {"docs/ok.md"}
+
+
+@pytest.mark.parametrize(
+    ("name", "text"),
+    [
+        ("deep.py", "x = " + "[" * 10_000 + "]" * 10_000 + "\n\n\ndef after():\n    return 1\n"),
+        ("deep.js", "const x = " + "(" * 5_000 + "1" + ")" * 5_000 + ";\nfunction after() { return 1; }\n"),
+    ],
+)
+def test_code_nested_too_deeply_falls_back_to_line_chunks(git_repo, name, text):
+    commit(git_repo, {name: text})
+    report = open_kb(git_repo).reindex_all()
+    assert f"{name}: nested too deeply to parse; indexed as line chunks" in {str(p) for p in report.warnings}
+    chunks = LocalStore.open(git_repo, "code").all_chunks().values()
+    assert any("after" in c.content for c in chunks)

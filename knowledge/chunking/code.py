@@ -337,16 +337,11 @@ def chunk_code(source: SourceFile, max_tokens: int, count_tokens: Callable[[str]
             bad = _first_error(tree.root_node)
             problems.append(FileProblem(source.path, f"syntax error near line {bad}; indexed as line chunks"))
         else:
-            _walk(tree.root_node, spec, src, None, entities)
-            if spec.name == "python":
-                from .pycalls import python_calls
-
-                exact = python_calls(source.text, source.path)
-                for entity in _flatten(entities):
-                    resolved = exact.get(entity.start + 1, set())
-                    # What `ast` pinned down replaces the name-only guess for the same call.
-                    names = {target.rsplit("::", 1)[1].rsplit(".", 1)[-1] for target in resolved}
-                    entity.calls = {c for c in entity.calls if c.lstrip(".") not in names} | resolved
+            try:
+                _entities(tree, spec, src, source, entities)
+            except RecursionError:  # nesting deeper than the walk can follow: the file still gets line chunks
+                entities.clear()
+                problems.append(FileProblem(source.path, "nested too deeply to parse; indexed as line chunks"))
     chunks: list[Chunk] = []
     used_ids: set[str] = set()
     covered = [False] * len(lines)
@@ -409,6 +404,19 @@ def chunk_code(source: SourceFile, max_tokens: int, count_tokens: Callable[[str]
             gap_start = None
     chunks.sort(key=lambda c: (c.line_start, c.line_end))
     return ParsedCode(chunks, problems)
+
+
+def _entities(tree: Any, spec: LanguageSpec, src: bytes, source: SourceFile, entities: list[Entity]) -> None:  # noqa: ANN401
+    _walk(tree.root_node, spec, src, None, entities)
+    if spec.name == "python":
+        from .pycalls import python_calls
+
+        exact = python_calls(source.text, source.path)
+        for entity in _flatten(entities):
+            resolved = exact.get(entity.start + 1, set())
+            # What `ast` pinned down replaces the name-only guess for the same call.
+            names = {target.rsplit("::", 1)[1].rsplit(".", 1)[-1] for target in resolved}
+            entity.calls = {c for c in entity.calls if c.lstrip(".") not in names} | resolved
 
 
 def _first_error(node: Any) -> int:  # noqa: ANN401
