@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import fnmatch
 import functools
 import hashlib
@@ -128,7 +129,12 @@ def regular_file(root: Path, rel: str) -> Path | str:
     except OSError as exc:
         return f"unreadable: {exc.strerror or exc}"
     if stat.S_ISLNK(info.st_mode):
-        target = path.resolve()
+        try:
+            target = path.resolve(strict=True)
+        except RuntimeError:  # Python 3.11 raises this for a loop; 3.13 an OSError
+            return "symlink loop (not followed)"
+        except OSError as exc:
+            return "symlink loop (not followed)" if exc.errno == errno.ELOOP else "broken symlink"
         base = root.resolve()
         if not target.is_relative_to(base):
             return "symlink to a file outside the repository (not followed)"

@@ -136,3 +136,20 @@ def test_code_nested_too_deeply_falls_back_to_line_chunks(git_repo, name, text):
     assert f"{name}: nested too deeply to parse; indexed as line chunks" in {str(p) for p in report.warnings}
     chunks = LocalStore.open(git_repo, "code").all_chunks().values()
     assert any("after" in c.content for c in chunks)
+
+
+def test_symlink_loops_and_broken_links_are_named_not_fatal(git_repo):
+    commit(git_repo, {"docs/ok.md": "# Ok\n\nfine words\n"})
+    (git_repo / "docs" / "loop-a.md").symlink_to("loop-b.md")
+    (git_repo / "docs" / "loop-b.md").symlink_to("loop-a.md")
+    (git_repo / "docs" / "broken.md").symlink_to("nowhere.md")
+    git(git_repo, "add", "-A")
+    git(git_repo, "commit", "-qm", "links")
+    report = open_kb(git_repo).reindex_all()
+    assert {p.path: p.problem for p in report.skipped} == {
+        "docs/loop-a.md": "symlink loop (not followed)",
+        "docs/loop-b.md": "symlink loop (not followed)",
+        "docs/broken.md": "broken symlink",
+    }
+    with pytest.raises(PathOutsideRepositoryError, match="symlink loop"):
+        open_kb(git_repo).source("docs/loop-a.md")

@@ -24,6 +24,7 @@ SOCKET_TIMEOUT_SECONDS = 30
 class KnowledgeHTTPServer(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
+    request_queue_size = 128  # the default backlog of 5 refused a burst of 50 parallel searches
 
     def __init__(
         self,
