@@ -95,7 +95,7 @@ class SearchHit:
     parent: str | None = None
     calls: tuple[dict[str, str | int], ...] | None = None  # {name, path, line} of what it calls (resolved names)
     called_by: tuple[dict[str, str | int], ...] | None = None  # {name, path, line} of what calls it
-    neighbour_of: str | None = None  # with --expand: "calls ID" or "called_by ID" of the top code hit
+    neighbour_of: str | None = None  # with --expand: "callee of ID" or "caller of ID" (ID: the top code hit)
 
 
 @dataclass(frozen=True, slots=True)

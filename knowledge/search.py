@@ -249,7 +249,8 @@ def _neighbours(hits: list[SearchHit], sources: list[KindIndex], options: Search
         return []
     shown = {hit.id for hit in hits}
     out = []
-    for relation, refs in (("calls", top.calls or ()), ("called_by", top.called_by or ())):
+    # Named from the neighbour's side: what the top hit calls is its callee, what calls it is its caller.
+    for relation, refs in (("callee of", top.calls or ()), ("caller of", top.called_by or ())):
         for ref in refs:
             chunk = code.chunk_at(str(ref["path"]), int(ref["line"]))
             if chunk is None or chunk.id in shown:

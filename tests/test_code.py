@@ -206,7 +206,7 @@ def test_expand_adds_callers_and_callees_of_the_top_code_hit(code_repo):
     response = kb_for(code_repo).search("reindex_changes", kind="code", threshold=0.5, k=1, expand=True)
     assert response.results[0].id == "src/app.py#reindex_changes"
     neighbours = {h.id: h.neighbour_of for h in response.results[1:]}
-    assert neighbours == {"src/app.py#normalize": "calls src/app.py#reindex_changes"}
+    assert neighbours == {"src/app.py#normalize": "callee of src/app.py#reindex_changes"}  # it is called by the top
     assert response.tokens_used <= response.budget
 
 

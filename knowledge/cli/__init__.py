@@ -501,11 +501,24 @@ def config_command(ctx: click.Context) -> None:
     \b
     knowledge config
     """
-    path = Path(ctx.obj["path"]).resolve()
-    root = repo_root(path) or path
+    from ..embedding import model_spec
+    from ..kb import default_variant
+
+    root = _root(ctx)
     settings, sources = load_settings(root, ctx.obj["overrides"])
+    spec = model_spec(settings.model)
+    resolved = {  # what a default resolves to, and why: the model's calibration, an existing index
+        "model_variant": (default_variant(root, settings.model), "default: the index's, else the model's"),
+        "threshold": (spec.threshold, f"default: calibrated for {spec.name}"),
+        "full_threshold": (spec.full_threshold, f"default: calibrated for {spec.name}"),
+    }
     for name in settings.__dataclass_fields__:
-        click.echo(f"{name} = {getattr(settings, name)!s}  ({sources[name]})")
+        value, source = getattr(settings, name), sources[name]
+        if source == "default" and name in resolved:
+            value, source = resolved[name]
+        if isinstance(value, tuple):
+            value = "[" + ", ".join(f'"{v}"' for v in value) + "]"
+        click.echo(f"{name} = {value!s}  ({source})")
 
 
 @cli.group("hooks")
