@@ -49,7 +49,10 @@ def build_server(backend: Backend) -> Any:  # noqa: ANN401 - mcp.server.mcpserve
         from mcp.server.mcpserver import MCPServer
         from mcp_types import ToolAnnotations
     except ImportError as exc:
-        raise KnowledgeError(f"knowledge mcp needs the MCP SDK ({exc}); fix: pip install 'knowledge[mcp]'") from exc
+        raise KnowledgeError(
+            f"knowledge mcp needs the MCP SDK ({exc}); fix: pip install 'mcp>=2.0,<3' "
+            "(the `mcp` extra: pip install -e '.[mcp]' in a checkout, 'repo-knowledge[mcp]' from an index)"
+        ) from exc
 
     from ..version import __version__
 
