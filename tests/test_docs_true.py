@@ -108,3 +108,12 @@ def test_every_command_in_the_docs_is_one_the_cli_accepts(doc, line):
 def test_server_doc_lists_every_kind():
     row = next(line for line in (ROOT / "docs" / "server.md").read_text().splitlines() if "POST /v1/search" in line)
     assert "`docs`/`code`/`all`" in row
+
+
+def test_every_setting_has_a_row_in_configuration_md():
+    from knowledge.config import Settings
+
+    doc = (ROOT / "docs" / "configuration.md").read_text()
+    for name in Settings.__dataclass_fields__:
+        if name != "home":  # KNOWLEDGE_HOME has its own row
+            assert f"| `{name}`" in doc, f"configuration.md has no row for {name}"
