@@ -162,7 +162,7 @@ def prepare(scenario: str, root: Path, home: Path, rng: random.Random) -> list[s
     if rng.random() < 0.5:
         git(root, "mv", str(victim.relative_to(root)), f"docs/moved-{rng.randrange(10**9)}.md")
     else:
-        git(root, "rm", "-q", str(victim.relative_to(root)))
+        git(root, "rm", "-qf", str(victim.relative_to(root)))
     git(root, "add", "-A")
     git(root, "commit", "-q", "-m", "edit")
     if scenario == "incremental":

@@ -120,8 +120,10 @@ class KnowledgeBase:
 
     def indexes(self, kinds: tuple[str, ...] = KINDS) -> list[KindIndex]:
         """Every existing index of `kinds`; when none exists, opening the first says which command to run."""
-        found = [self.index(kind) for kind in kinds if store_exists(self.root, kind)]
-        return found or [self.index(kinds[0])]
+        folder = index_dir(self.root)
+        # A kind is there when its store is, or when something of an older format is (opening it says so).
+        present = [k for k in kinds if store_exists(self.root, k) or (folder / f"{k}.meta.json").exists()]
+        return [self.index(kind) for kind in present or kinds[:1]]
 
     def _head(self) -> str | None:
         return git.head_commit(self.root) if git.repo_root(self.root) is not None else None

@@ -18,7 +18,7 @@ from typing import Any
 from ..records import Chunk, FileProblem, SourceFile
 from .ids import unique_chunk_id
 
-CODE_CHUNKER_VERSION = 4
+CODE_CHUNKER_VERSION = 5
 OVERLAP_LINES = 2
 # Measured on CoSQA through this chunker (bench/code_bench.py, MiniLM): nDCG@10 0.5819 with "N: " line prefixes in
 # the embedded text, 0.5869 without. Line ranges stay in the metadata either way.
@@ -33,6 +33,9 @@ class LanguageSpec:
     entities: dict[str, str]  # node type -> kind ("function", "class", ...)
     calls: tuple[str, ...]  # call node types
     exported: Callable[[Any, str, bytes], bool | None] = lambda node, name, src: None
+    # The one hook for a language's oddities: (kind, name) for a node the `entities` table cannot describe
+    # (Elixir's `def` is a call, Zig's `const Name = struct {…}` an anonymous struct), else None.
+    entity: Callable[[Any, bytes], tuple[str, str] | None] | None = None
 
 
 def _has_child(node: Any, types: set[str], text: bytes | None = None, src: bytes = b"") -> bool:  # noqa: ANN401
@@ -61,6 +64,45 @@ TS_ENTITIES = {
     "enum_declaration": "enum",
 }
 C_ENTITIES = {"function_definition": "function", "struct_specifier": "struct"}
+_ELIXIR_DEFINITIONS = {
+    "def": "function",
+    "defp": "function",
+    "defmacro": "macro",
+    "defmacrop": "macro",
+    "defguard": "function",
+    "defmodule": "module",
+    "defprotocol": "protocol",
+    "defimpl": "impl",
+}
+
+
+def _elixir_entity(node: Any, src: bytes) -> tuple[str, str] | None:  # noqa: ANN401
+    # `def name(args) do … end` is a call of `def` whose first argument is the head `name(args)`.
+    target = node.child_by_field_name("target") if node.type == "call" else None
+    kind = _ELIXIR_DEFINITIONS.get(_text(target, src)) if target is not None else None
+    arguments = next((c for c in node.children if c.type == "arguments"), None)
+    head = arguments.named_children[0] if arguments is not None and arguments.named_children else None
+    if kind is None or head is None:
+        return None
+    if head.type == "binary_operator":  # def name(x) when guard
+        head = head.child_by_field_name("left") or head
+    if head.type == "call":
+        head = head.child_by_field_name("target") or head
+    return kind, _text(head, src)
+
+
+def _zig_entity(node: Any, src: bytes) -> tuple[str, str] | None:  # noqa: ANN401
+    # `const Name = struct { … };` names an otherwise anonymous container; `test "name" { … }` is a test.
+    if node.type == "test_declaration":
+        label = next((c for c in node.children if c.type in {"string", "identifier"}), None)
+        return ("test", _text(label, src).strip('"')) if label is not None else None
+    if node.type != "variable_declaration":
+        return None
+    kinds = {"struct_declaration": "struct", "enum_declaration": "enum", "union_declaration": "union"}
+    value = next((kinds[c.type] for c in node.children if c.type in kinds), None)
+    name = next((c for c in node.children if c.type == "identifier"), None)
+    return (value, _text(name, src)) if value is not None and name is not None else None
+
 
 LANGUAGES: dict[str, LanguageSpec] = {
     ".py": LanguageSpec(
@@ -126,6 +168,116 @@ LANGUAGES: dict[str, LanguageSpec] = {
         lambda node, name, src: _has_child(node, {"modifiers"}, b"public", src),
     ),
 }
+LANGUAGES.update(
+    {
+        ".rb": LanguageSpec(
+            "ruby",
+            "tree_sitter_ruby",
+            "language",
+            {"class": "class", "module": "module", "method": "function", "singleton_method": "method"},
+            ("call",),
+        ),
+        ".php": LanguageSpec(
+            "php",
+            "tree_sitter_php",
+            "language_php",
+            {
+                "function_definition": "function",
+                "method_declaration": "method",
+                "class_declaration": "class",
+                "interface_declaration": "interface",
+                "trait_declaration": "trait",
+                "enum_declaration": "enum",
+            },
+            (
+                "function_call_expression",
+                "member_call_expression",
+                "scoped_call_expression",
+                "object_creation_expression",
+            ),
+        ),
+        ".cs": LanguageSpec(
+            "csharp",
+            "tree_sitter_c_sharp",
+            "language",
+            {
+                "class_declaration": "class",
+                "interface_declaration": "interface",
+                "struct_declaration": "struct",
+                "record_declaration": "class",
+                "enum_declaration": "enum",
+                "method_declaration": "method",
+                "constructor_declaration": "constructor",
+            },
+            ("invocation_expression", "object_creation_expression"),
+            lambda node, name, src: _has_child(node, {"modifier"}, b"public", src),
+        ),
+        ".kt": LanguageSpec(
+            "kotlin",
+            "tree_sitter_kotlin",
+            "language",
+            {"class_declaration": "class", "object_declaration": "object", "function_declaration": "function"},
+            ("call_expression",),
+        ),
+        ".swift": LanguageSpec(
+            "swift",
+            "tree_sitter_swift",
+            "language",
+            {
+                "class_declaration": "class",  # class, struct, enum and extension alike
+                "protocol_declaration": "protocol",
+                "function_declaration": "function",
+                "protocol_function_declaration": "function",
+                "init_declaration": "constructor",
+            },
+            ("call_expression",),
+        ),
+        ".scala": LanguageSpec(
+            "scala",
+            "tree_sitter_scala",
+            "language",
+            {
+                "class_definition": "class",
+                "object_definition": "object",
+                "trait_definition": "trait",
+                "enum_definition": "enum",
+                "function_definition": "function",
+                "function_declaration": "function",
+            },
+            ("call_expression",),
+        ),
+        ".sh": LanguageSpec("bash", "tree_sitter_bash", "language", {"function_definition": "function"}, ("command",)),
+        ".lua": LanguageSpec(
+            "lua", "tree_sitter_lua", "language", {"function_declaration": "function"}, ("function_call",)
+        ),
+        ".hs": LanguageSpec(
+            "haskell",
+            "tree_sitter_haskell",
+            "language",
+            {
+                "function": "function",
+                "data_type": "type",
+                "newtype": "type",
+                "type_synomym": "type",
+                "class": "class",
+                "instance": "impl",
+            },
+            ("apply",),
+        ),
+        ".ex": LanguageSpec("elixir", "tree_sitter_elixir", "language", {}, ("call",), entity=_elixir_entity),
+        ".zig": LanguageSpec(
+            "zig",
+            "tree_sitter_zig",
+            "language",
+            {"function_declaration": "function"},
+            ("call_expression", "builtin_function"),
+            lambda node, name, src: _has_child(node, {"pub"}),
+            entity=_zig_entity,
+        ),
+    }
+)
+for _ext, _same in ((".bash", ".sh"), (".kts", ".kt"), (".exs", ".ex"), (".sc", ".scala")):
+    LANGUAGES[_ext] = LANGUAGES[_same]
 _JS_CALLS = ("call_expression", "new_expression")
 for _ext, _name in ((".js", "javascript"), (".mjs", "javascript"), (".cjs", "javascript"), (".jsx", "jsx")):
     LANGUAGES[_ext] = LanguageSpec(_name, "tree_sitter_javascript", "language", JS_ENTITIES, _JS_CALLS, _js_exported)
@@ -146,7 +298,7 @@ for _ext in (".cc", ".cpp", ".cxx", ".hpp", ".hh", ".hxx"):
         ("call_expression",),
         _c_exported,
     )
-CONTAINERS = {"class", "interface", "struct", "trait", "impl", "enum", "type"}
+CONTAINERS = {"class", "interface", "struct", "trait", "impl", "enum", "type", "module", "object", "protocol", "union"}
 _PARSERS: dict[str, Any] = {}
 
 
@@ -210,12 +362,20 @@ def _callee(node: Any, src: bytes) -> str:  # noqa: ANN401
     target = (
         node.child_by_field_name("function")
         or node.child_by_field_name("name")
+        or node.child_by_field_name("method")
+        or node.child_by_field_name("target")
         or node.child_by_field_name("macro")
         or node.child_by_field_name("constructor")
         or node.child_by_field_name("type")
     )
+    if target is None and node.named_children:  # Kotlin, Swift, Zig: the callee is the first child
+        target = node.named_children[0]
+    while target is not None and target.type == node.type == "apply":  # Haskell `f a b` nests applications
+        target = target.child_by_field_name("function")
     if target is None:
         return ""
+    if node.type == "call" and node.child_by_field_name("receiver") is not None:
+        return "." + _text(target, src)  # Ruby obj.m
     for field_name in ("property", "field", "attribute", "name"):  # obj.method() -> ".method"
         inner = target.child_by_field_name(field_name)
         if inner is not None and target.type not in {"identifier"}:
@@ -228,9 +388,12 @@ def _callee(node: Any, src: bytes) -> str:  # noqa: ANN401
 
 def _walk(node: Any, spec: LanguageSpec, src: bytes, parent: Entity | None, out: list[Entity]) -> None:  # noqa: ANN401
     kind = spec.entities.get(node.type)
+    hooked = spec.entity(node, src) if spec.entity is not None else None
     entity = None
+    if hooked is not None:
+        kind = hooked[0]
     if kind is not None:
-        name = _name(node, src)
+        name = hooked[1] if hooked is not None else _name(node, src)
         anonymous_callback = node.type in {"arrow_function", "function_expression"} and not name
         if name and not anonymous_callback:
             if parent is not None and kind == "function" and parent.kind in CONTAINERS:
@@ -241,8 +404,9 @@ def _walk(node: Any, spec: LanguageSpec, src: bytes, parent: Entity | None, out:
                 parent_name = owner
             else:
                 parent_name = parent.name if parent is not None else ""
-            if "::" in name and not parent_name:  # C++ out-of-class definition A::m
-                parent_name, name = name.rsplit("::", 1)
+            qualified = next((sep for sep in ("::", ":", ".") if sep in name), None)
+            if qualified and not parent_name and kind == "function":  # C++ A::m, Lua M.f and M:m
+                parent_name, name = name.rsplit(qualified, 1)
                 kind = "method"
             start_node = (
                 node.parent
@@ -269,13 +433,19 @@ def _walk(node: Any, spec: LanguageSpec, src: bytes, parent: Entity | None, out:
                 exported=spec.exported(node, name, src),
             )
             (parent.children if parent is not None else out).append(entity)
-    if node.type in spec.calls:
+    if node.type in spec.calls and hooked is None:
         owner = entity or parent
         callee = _callee(node, src)
         if owner is not None and callee:
             owner.calls.add(callee)
     for child in node.children:
+        if hooked is not None and child.type == "arguments" and child.named_children:
+            # Elixir's `def name(args), do: body`: the head `name(args)` is a call node but no call; skip it only.
+            for argument in child.named_children[1:]:
+                _walk(argument, spec, src, entity or parent, out)
+            continue
         _walk(child, spec, src, entity or parent, out)
+
 
 
 def _flatten(entities: list[Entity]) -> list[Entity]:

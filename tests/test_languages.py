@@ -1,0 +1,106 @@
+"""The eleven languages added to the ten: each grammar wheel loads, and a small real file gives its entities with
+kind, parent, exact lines and calls; a syntax error falls back to line chunks, reported once."""
+
+from pathlib import Path
+
+import pytest
+
+from knowledge.chunking.code import LANGUAGES, chunk_code
+from knowledge.records import SourceFile
+
+FIXTURES = Path(__file__).parent / "fixtures" / "languages"
+
+# file -> {(kind, parent, symbol, first line): calls that must be found}
+EXPECTED = {
+    "a.rb": {
+        ("module", "", "Billing", 1): set(),
+        ("class", "Billing", "Invoice", 2): set(),
+        ("method", "Invoice", "total", 3): {"price", ".sum"},
+        ("method", "Invoice", "build", 6): set(),
+        ("function", "", "helper", 11): {".build"},
+    },
+    "a.php": {
+        ("interface", "", "Payable", 3): set(),
+        ("trait", "", "Loggable", 4): set(),
+        ("method", "Invoice", "pay", 6): {"charge", "helper"},
+        ("function", "", "helper", 8): {"Invoice"},
+    },
+    "a.cs": {
+        ("interface", "", "IPayable", 2): set(),
+        ("struct", "", "Money", 3): set(),
+        ("enum", "", "Kind", 5): set(),
+        ("constructor", "Invoice", "Invoice", 7): set(),
+        ("method", "Invoice", "Pay", 8): {"Charge", ".Run"},
+    },
+    "a.kt": {
+        ("object", "", "Registry", 7): set(),
+        ("method", "Invoice", "pay", 12): {"charge", ".run"},
+        ("method", "Invoice", "build", 17): {"Invoice"},
+        ("function", "", "helper", 21): set(),
+    },
+    "a.swift": {
+        ("protocol", "", "Payable", 1): set(),
+        ("constructor", "Invoice", "init", 5): set(),
+        ("method", "Invoice", "pay", 6): {"charge", "helper"},
+        ("function", "", "helper", 9): set(),
+    },
+    "a.scala": {
+        ("trait", "", "Payable", 2): set(),
+        ("object", "", "Registry", 3): set(),
+        ("method", "Invoice", "pay", 6): {"charge", "helper"},
+        ("function", "", "helper", 8): set(),
+    },
+    "a.sh": {("function", "", "deploy", 2): {"build_image", "push"}, ("function", "", "rollback", 6): set()},
+    "a.lua": {
+        ("method", "M", "pay", 2): {"charge"},
+        ("method", "M", "total", 3): set(),
+        ("function", "", "global_fn", 5): {"helper"},
+    },
+    "a.hs": {
+        ("type", "", "Money", 2): set(),
+        ("class", "", "Payable", 3): set(),
+        ("function", "", "total", 8): {"map", "sum"},
+    },
+    "a.ex": {
+        ("module", "", "Billing.Invoice", 1): set(),
+        ("method", "Billing.Invoice", "pay", 2): {"charge"},
+        ("method", "Billing.Invoice", "charge", 3): {".run"},
+        ("protocol", "", "Payable", 8): set(),
+    },
+    "a.zig": {
+        ("struct", "", "Invoice", 2): set(),
+        ("method", "Invoice", "pay", 4): {"charge"},
+        ("test", "", "pay", 8): {"helper"},
+    },
+}
+
+
+def chunks_of(name: str, text: str | None = None):
+    text = (FIXTURES / name).read_text() if text is None else text
+    return chunk_code(SourceFile(path=name, kind="code", text=text, content_hash="h"), 256, lambda t: len(t.split()))
+
+
+def test_there_are_twenty_one_languages():
+    assert len({spec.name for spec in LANGUAGES.values()}) == 21
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_entities_names_parents_lines_and_calls(name):
+    parsed = chunks_of(name)
+    assert parsed.problems == []
+    found = {(c.symbol_kind, c.parent, c.symbol, c.line_start): set(c.calls) for c in parsed.chunks if c.symbol}
+    for entity, calls in EXPECTED[name].items():
+        assert entity in found, f"{name}: {entity} not among {sorted(found)}"
+        assert calls <= found[entity], f"{name}: {entity} calls {found[entity]}, expected {calls}"
+    language = LANGUAGES["." + name.split(".")[1]].name
+    assert {c.language for c in parsed.chunks} == {language}
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_a_syntax_error_falls_back_to_line_chunks_reported_once(name):
+    broken = (FIXTURES / name).read_text() + "\n(((( {{{{ [[[[ \"unterminated\n"
+    parsed = chunks_of(name, broken)
+    assert len(parsed.problems) == 1
+    assert "syntax error near line" in parsed.problems[0].problem
+    assert parsed.chunks
+    assert all(not c.symbol for c in parsed.chunks)
