@@ -170,3 +170,17 @@ def test_old_format_index_gets_one_clear_line(indexed_repo):
     report = open_kb(indexed_repo).reindex_changes()  # the hooks' command migrates it by rebuilding
     assert report.files_indexed == 3
     assert open_kb(indexed_repo).search("hooks", threshold=0).results
+
+
+def test_a_broken_lexical_index_is_an_error_not_an_empty_answer(indexed_repo):
+    db = sqlite3.connect(indexed_repo / ".knowledge" / "docs.sqlite")
+    db.execute("DROP TABLE fts")
+    db.commit()
+    db.close()
+    with pytest.raises(IndexCorruptError, match=r"docs\.sqlite: the lexical index cannot be read"):
+        open_kb(indexed_repo).search("hooks")
+
+
+def test_a_query_term_with_a_double_quote_is_quoted_for_fts5(indexed_repo):
+    store = LocalStore.open(indexed_repo)
+    assert store.lexical_search(['say"hi', "hooks"], 5)  # no FTS5 syntax error, the other term still matches

@@ -282,15 +282,18 @@ class LocalStore:
         unique = list(dict.fromkeys(terms))
         if not unique:
             return []
-        expression = " OR ".join(f'"{term}"' for term in unique)
+        expression = " OR ".join('"' + term.replace('"', '""') + '"' for term in unique)  # FTS5 string quoting
         try:
             with self._lock:
                 rows = self._db.execute(
                     "SELECT rowid, bm25(fts) FROM fts WHERE fts MATCH ? ORDER BY bm25(fts), rowid LIMIT ?",
                     (expression, k),
                 ).fetchall()
-        except sqlite3.OperationalError:
-            return []
+        except sqlite3.DatabaseError as exc:  # never an empty answer that hides a broken lexical index
+            where = store_paths(self.root, self.kind)[2]
+            raise IndexCorruptError(
+                f"{where}: the lexical index cannot be read ({exc}); run `knowledge reindex-all`"
+            ) from exc
         return [ScoredKey(int(key), -float(score)) for key, score in rows]
 
     def lexical_terms(self, keys: Sequence[int]) -> dict[int, str]:
