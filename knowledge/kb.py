@@ -9,7 +9,7 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -34,7 +34,7 @@ from .request import SearchRequest
 from .search import resolve_options, search
 from .secrets import REDACTION_NOTE
 from .store import embed_lock_path, index_dir, lock_path
-from .store.engines import open_store, store_exists
+from .store.engines import open_store, remove_leftovers, store_exists
 
 
 def _merge(reports: list[IndexReport], started: float) -> IndexReport:
@@ -137,8 +137,11 @@ class KnowledgeBase:
             self.root, self.settings, self.model.identity(), self.default_thresholds(), self.model.counter, on_progress
         )
 
-    def _writer_lock(self) -> contextlib.AbstractContextManager[None]:
-        return file_lock(lock_path(self.root))
+    @contextlib.contextmanager
+    def _writer_lock(self) -> Iterator[None]:
+        with file_lock(lock_path(self.root)):
+            remove_leftovers(self.root)  # no other writer can be mid-write now: whatever is half-written is stale
+            yield
 
     # ---- indexing ---------------------------------------------------------------------------------------------
     def reindex_all(self, on_progress: ProgressCallback | None = None, embed: bool = True) -> IndexReport:

@@ -184,3 +184,13 @@ def test_a_broken_lexical_index_is_an_error_not_an_empty_answer(indexed_repo):
 def test_a_query_term_with_a_double_quote_is_quoted_for_fts5(indexed_repo):
     store = LocalStore.open(indexed_repo)
     assert store.lexical_search(['say"hi', "hooks"], 5)  # no FTS5 syntax error, the other term still matches
+
+
+def test_leftovers_of_killed_writers_are_removed_by_the_next_writer(indexed_repo):
+    folder = indexed_repo / ".knowledge"
+    leftovers = [folder / ".docs.sqlite.building", folder / ".docs.sqlite.building-wal", folder / ".docs.usearch.9.tmp"]
+    for path in leftovers:
+        path.write_bytes(b"half-written")
+    (indexed_repo / "docs" / "new.md").write_text("# New\n\ntext\n")
+    open_kb(indexed_repo).reindex_changes(worktree=True)
+    assert [p.name for p in leftovers if p.exists()] == []

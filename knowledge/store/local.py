@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sqlite3
 import threading
@@ -106,6 +107,14 @@ class _Transaction:
 
     def __exit__(self, kind: object, value: object, traceback: object) -> None:
         self._db.execute("COMMIT" if kind is None else "ROLLBACK")
+
+
+def remove_leftovers(folder: Path) -> None:
+    """What killed writers left: half-built stores and snapshot temp files (the caller holds the writer lock)."""
+    remove_stale_temp_files(folder)
+    for building in folder.glob(".*.sqlite.building*"):
+        with contextlib.suppress(OSError):
+            building.unlink()
 
 
 class LocalStore:
