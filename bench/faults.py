@@ -159,10 +159,12 @@ def prepare(scenario: str, root: Path, home: Path, rng: random.Random) -> list[s
     for path in rng.sample(docs, 3):
         path.write_text(path.read_text() + f"\n## Note {rng.randrange(10**9)}\n\nA new paragraph {rng.random()}.\n")
     victim = rng.choice(docs)
+    victim_text = victim.read_text() + f"\n## Added again\n\n{rng.random()}\n"
     if rng.random() < 0.5:
         git(root, "mv", str(victim.relative_to(root)), f"docs/moved-{rng.randrange(10**9)}.md")
-    else:
+    else:  # a delete and an add, so the corpus keeps its size over hundreds of trials
         git(root, "rm", "-qf", str(victim.relative_to(root)))
+        (root / "docs" / f"added-{rng.randrange(10**9)}.md").write_text(victim_text)
     git(root, "add", "-A")
     git(root, "commit", "-q", "-m", "edit")
     if scenario == "incremental":
