@@ -48,7 +48,7 @@ def env(home: Path, **extra: str) -> dict[str, str]:
     return {
         **out,
         "KNOWLEDGE_HOME": str(home),
-        "KNOWLEDGE_MODEL": MODEL,
+        "KNOWLEDGE_MODEL": os.environ.get("FAULTS_MODEL", MODEL),
         "KNOWLEDGE_NO_DAEMON": "1",
         "GIT_AUTHOR_NAME": "Faults",
         "GIT_AUTHOR_EMAIL": "faults@example.com",
@@ -633,13 +633,15 @@ def main() -> None:
     parser.add_argument("--fuzz", type=int, default=5000)
     parser.add_argument("--no-attacks", action="store_true")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--model", default=MODEL, help="the model every run uses (MiniLM keeps trials short)")
     parser.add_argument("--home", type=Path, help="KNOWLEDGE_HOME holding the built MiniLM (default: user cache)")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
+    os.environ["FAULTS_MODEL"] = args.model
     from knowledge.fs import user_cache_dir
 
     models = args.home or user_cache_dir()
-    report: dict[str, object] = {"model": MODEL}
+    report: dict[str, object] = {"model": args.model}
     with tempfile.TemporaryDirectory(prefix="knowledge-faults-") as scratch:
         workdir = Path(scratch)
         home = workdir / "home"  # its own vector cache; the built model is linked in, not rebuilt
