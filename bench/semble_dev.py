@@ -111,7 +111,7 @@ def ripgrep(root: Path, query: str) -> list[tuple[str, int, int]]:
     return [(path, 1, 10**9) for _, path in sorted(counts)[:10]]
 
 
-def run(stage: str, repos: list[dict[str, str]], mirror: Path, work: Path) -> dict[str, object]:
+def run(stage: str, repos: list[dict[str, str]], mirror: Path, work: Path, rules: bool = True) -> dict[str, object]:
     per_repo: dict[str, dict[str, object]] = {}
     by_category: dict[str, list[float]] = defaultdict(list)
     for repo in repos:
@@ -121,7 +121,7 @@ def run(stage: str, repos: list[dict[str, str]], mirror: Path, work: Path) -> di
         if stage != "ripgrep":
             if stage == "lexical" or not (root / ".knowledge").exists():
                 shutil.rmtree(root / ".knowledge", ignore_errors=True)
-            kb = KnowledgeBase.open(root)
+            kb = KnowledgeBase.open(root, {"rank_rules": rules})
             started = time.monotonic()
             report = kb.reindex_all(embed=False) if stage == "lexical" else kb.reindex_changes()
             if stage == "complete":
@@ -157,6 +157,7 @@ def run(stage: str, repos: list[dict[str, str]], mirror: Path, work: Path) -> di
         print(json.dumps({repo["name"]: per_repo[repo["name"]]}), file=sys.stderr, flush=True)
     return {
         "stage": stage,
+        "rules": rules,
         "mean_ndcg@10": round(statistics.mean(r["ndcg@10"] for r in per_repo.values()), 3),
         "published_mean": {"semble": 0.861, "coderankembed_hybrid": 0.868, "ripgrep": 0.161},
         "by_category": {c: round(statistics.mean(v), 3) for c, v in sorted(by_category.items())},
@@ -170,12 +171,13 @@ def main() -> None:
     parser.add_argument("--mirror", type=Path, default=Path("/work/.mirror"))
     parser.add_argument("--work", type=Path, default=Path("/tmp/semble-dev"))
     parser.add_argument("--repos", nargs="*", help="only these repositories")
+    parser.add_argument("--no-rules", action="store_true", help="fusion only: the code ranking rules off")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     repos = json.loads((SHARED / "repos.json").read_text())
     if args.repos:
         repos = [r for r in repos if r["name"] in args.repos]
-    result = run(args.stage, repos, args.mirror, args.work)
+    result = run(args.stage, repos, args.mirror, args.work, rules=not args.no_rules)
     text = json.dumps(result, indent=2)
     print(text)
     if args.out:

@@ -104,6 +104,7 @@ class Settings:
     full_threshold: float | None = None
     budget: int = 2000
     redact_secrets: bool = True
+    rank_rules: bool = True  # the code ranking rules (definition, file names, path priors, variety)
     secret_patterns: tuple[str, ...] = ()  # regular expressions redacted besides the built-in detectors
     secret_files: tuple[str, ...] = DEFAULT_SECRET_FILES  # file-name globs never read
 
@@ -119,6 +120,7 @@ ENV_VARS: dict[str, tuple[str, ...]] = {
     "full_threshold": ("KNOWLEDGE_FULL_THRESHOLD", "SEARCH_FULL_CONTEXT_SIMILARITY_THRESHOLD"),
     "budget": ("KNOWLEDGE_BUDGET", "SEARCH_CONTEXT_TOKEN_LIMIT"),
     "redact_secrets": ("KNOWLEDGE_REDACT_SECRETS",),
+    "rank_rules": ("KNOWLEDGE_RANK_RULES",),
 }
 
 
@@ -152,7 +154,7 @@ def _coerce(name: str, value: Any, origin: str) -> Any:  # noqa: ANN401 - valida
                 except re.error as exc:
                     raise fail(f"{pattern!r} is not a regular expression ({exc})") from exc
             return tuple(value)
-        if name == "redact_secrets":
+        if name in {"redact_secrets", "rank_rules"}:
             if isinstance(value, bool):
                 return value
             if str(value).lower() in {"1", "true", "yes", "on"}:

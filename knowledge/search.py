@@ -10,10 +10,12 @@ from collections.abc import Callable, Sequence, Set
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from . import ranking
 from .budget import pack
 from .config import Settings
 from .kind import KindIndex
 from .lexical import identifiers, terms
+from .ranking import DEFAULT_RULES, RULE_NAMES, RankingRules, apply_rules, diversify
 from .records import Chunk, SearchHit, SearchResponse
 from .request import SearchRequest
 
@@ -56,6 +58,7 @@ class SearchOptions:
     explain: bool = False
     expand: bool = False  # add the top code hit's callers and callees after the results, as the budget allows
     fusion: FusionParams = field(default_factory=FusionParams)
+    rules: RankingRules = DEFAULT_RULES
 
 
 @dataclass(slots=True)
@@ -67,6 +70,7 @@ class Candidate:
     lexical_rank: int | None = None
     exact: bool = False
     fused: float = 0.0
+    rules: dict[str, float] = field(default_factory=dict)  # what each ranking rule added (ranking.py)
 
 
 def fuse(
@@ -139,6 +143,7 @@ def resolve_options(request: SearchRequest, settings: Settings, calibrated: tupl
         explain=request.explain,
         expand=request.expand,
         metadata_only=request.metadata_only,
+        rules=ranking.DEFAULT_RULES if settings.rank_rules else RankingRules(enabled=False),
     )
 
 
@@ -162,8 +167,19 @@ def search(
     pooled = [
         (candidate, index) for index in sources for candidate in retrieve(index, query, vector, depth, options.fusion)
     ]
-    # Fused scores are rank-based, so lists from different stores merge on them directly.
-    pooled.sort(key=lambda pair: (-pair[0].fused, pair[0].dense_rank or 10**9))
+    # Fused scores are rank-based, so lists from different stores merge on them directly. Code candidates then go
+    # through the ranking rules, which need their chunks' names and paths.
+    by_index: dict[int, dict[int, Chunk]] = {}
+    for index in sources:
+        keys = [c.key for c, owner in pooled if owner is index]
+        by_index[id(index)] = index.store.chunks(keys) if keys and index.kind == "code" else {}
+    ranked = [(c, by_index[id(index)].get(c.key)) for c, index in pooled]
+    apply_rules(ranked, query, options.fusion.dense_weight / (options.fusion.k + 1), options.rules)
+    order = sorted(range(len(pooled)), key=lambda i: (-pooled[i][0].fused, pooled[i][0].dense_rank or 10**9))
+    ranked = [ranked[i] for i in order]
+    pooled = [pooled[i] for i in order]
+    order = diversify(ranked, options.rules)
+    pooled = [pooled[i] for i in order]
     # An exact identifier match stays even under the similarity threshold: names are what dense vectors miss. A chunk
     # with no vector yet cannot be judged by similarity: its lexical rank decides.
     above = [
@@ -181,10 +197,10 @@ def search(
         return stale[path]
 
     chosen = above[: options.k]
-    by_index: dict[int, dict[int, Chunk]] = {}
     for index in sources:
-        keys = [c.key for c, owner in chosen if owner is index]
-        by_index[id(index)] = index.store.chunks(keys) if keys else {}
+        keys = [c.key for c, owner in chosen if owner is index and c.key not in by_index[id(index)]]
+        if keys:
+            by_index[id(index)].update(index.store.chunks(keys))
     hits = []
     for candidate, index in chosen:
         chunk = by_index[id(index)].get(candidate.key)
@@ -282,6 +298,7 @@ def _neighbours(hits: list[SearchHit], sources: list[KindIndex], options: Search
 
 def _explain(candidate: Candidate) -> dict[str, float | int | bool | None]:
     return {
+        **{f"rule_{name}": candidate.rules.get(name, 0.0) for name in RULE_NAMES},
         "dense_score": None if candidate.cosine is None else round(candidate.cosine, 4),
         "dense_rank": candidate.dense_rank,
         "lexical_score": None if candidate.lexical_score is None else round(candidate.lexical_score, 4),

@@ -199,6 +199,10 @@ def test_cli_kind_and_explain(code_repo):
         "lexical_rank",
         "exact_identifier",
         "fused_score",
+        "rule_defines",
+        "rule_file_words",
+        "rule_demoted",
+        "rule_same_file",
     }
 
 

@@ -17,6 +17,7 @@ LAYERS = {
         "knowledge.search",
         "knowledge.kind",
         "knowledge.hooks",
+        "knowledge.ranking",
     ),
     "adapters": ("knowledge.store", "knowledge.embedding", "knowledge.git", "knowledge.corpus", "knowledge.chunking"),
     "leaves": (

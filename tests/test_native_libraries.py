@@ -18,3 +18,13 @@ def test_vector_index_and_runtime_load_together(order):
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, f"importing {' then '.join(order)} exited {done.returncode}: {done.stderr[-400:]}"
     assert done.stdout.strip() == "loaded"
+
+
+def test_running_the_model_writes_nothing_under_the_users_home(tmp_path):
+    # onnxruntime 1.32 creates ~/.cache/Microsoft/DeveloperTools/.onnxruntime/{deviceid,onnxruntime.db} on import
+    # unless told not to; knowledge tells it.
+    script = "import knowledge.embedding.onnx_embedder, onnxruntime; print('loaded')"
+    env = {"HOME": str(tmp_path), "PATH": "/usr/bin:/bin"}
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, env=env)
+    assert done.returncode == 0, done.stderr[-400:]
+    assert not (tmp_path / ".cache" / "Microsoft").exists()

@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from ..errors import ModelUnavailableError
 from .models import DEFAULT_MODEL, MODELS, ModelSpec, resolve_model_name
+
+# Local-first: onnxruntime 1.32 writes a device id and a telemetry database under ~/.cache/Microsoft/ when it is
+# imported, unless this is set first (disable_telemetry_events() comes too late for that). Every import of it is
+# inside this package, so setting it here covers them all.
+os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
 
 if TYPE_CHECKING:
     import numpy as np

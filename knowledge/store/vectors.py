@@ -44,11 +44,8 @@ class SnapshotIdentity:
 
 
 def usearch_index_class() -> Any:  # noqa: ANN401 - the usearch.index.Index class
-    # Measured with usearch 2.26.6 and onnxruntime 1.31.1: importing usearch first makes the later import of
-    # onnxruntime crash the process (SIGSEGV); the other order is fine. So onnxruntime always loads first.
-    with contextlib.suppress(ImportError):
-        import onnxruntime  # noqa: F401
-
+    # usearch 2.26.2-2.26.6 crash the process when onnxruntime is imported after them; pyproject.toml keeps them out
+    # and tests/test_native_libraries.py loads both in either order.
     from usearch.index import Index
 
     return Index

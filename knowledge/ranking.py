@@ -1,0 +1,123 @@
+"""Code ranking rules on top of the fused candidates: what a name query asks for, what the path says, and variety.
+
+Each rule adds or scales fused score in units of a first-rank vote (1 / (k + 1)), so the rules weigh the same
+against either retriever. They touch code chunks only: prose ranking (SciFact) is left to the fusion tuned for it.
+Every rule's share is recorded on the candidate for `--explain`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+from typing import Protocol
+
+from .lexical import STOPWORDS
+from .records import Chunk
+
+
+class Ranked(Protocol):
+    fused: float
+    rules: dict[str, float]
+
+
+@dataclass(frozen=True, slots=True)
+class RankingRules:
+    defines: float = 2.0  # first-rank votes for the chunk that defines a name the query asks for
+    defines_in_named_file: float = 1.0  # more when the file or module is named like it too
+    file_words: float = 1.0  # query words that name the file or its folder
+    demote: float = 0.6  # factor for tests, examples, vendored and generated code, shims, `__init__`, `.d.ts`
+    same_file_decay: float = 0.5  # the second chunk of one file counts ×0.5, the third ×0.25, …
+    same_file_free: int = 1  # chunks of one file at full credit before the decay starts
+    enabled: bool = True
+
+
+DEFAULT_RULES = RankingRules()
+RULE_NAMES = ("defines", "file_words", "demoted", "same_file")  # what `--explain` shows, in this order
+
+_QUIET_PATH = re.compile(
+    r"(^|/)(tests?|testing|__tests__|__mocks__|spec|specs|examples?|samples?|demos?|docs_src|vendor|vendored|"
+    r"third_party|node_modules|generated|gen|fixtures?|benchmarks?|compat)(/|$)"
+    r"|(^|/)(test_[^/]*|[^/]*_test\.\w+|[^/]*\.(test|spec)\.\w+|__init__\.py|[^/]*\.d\.ts|conftest\.py)$",
+    re.IGNORECASE,
+)
+_ASKS_FOR_TESTS = frozenset({"test", "tests", "testing", "example", "examples", "spec", "fixture", "mock", "benchmark"})
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_PARTS = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
+
+
+def _normal(word: str) -> str:
+    word = word.lower()
+    return word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") else word
+
+
+def asked_names(query: str) -> set[str]:
+    """Names the query asks for, lower-cased without underscores: a bare one-word query, code-shaped tokens
+    (snake_case, camelCase, dotted: the last part), `backticked` words, capitalised words after the first."""
+    tokens = re.findall(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*", query)
+    names = set(re.findall(r"`([^`]+)`", query))
+    if len(tokens) == 1:
+        names.add(tokens[0])
+    for position, token in enumerate(tokens):
+        code_shaped = "." in token or re.search(r"^_|\w_\w|[a-z][A-Z]", token)
+        if code_shaped or (position > 0 and token[:1].isupper() and len(token) > 2):
+            names.add(token)
+    return {n.split(".")[-1].lower().replace("_", "") for n in names if n.split(".")[-1]}
+
+
+def _path_words(path: str) -> set[str]:
+    pure = PurePosixPath(path)
+    pieces = [pure.stem, *pure.parent.parts[-2:]]
+    return {_normal(part) for piece in pieces for part in _PARTS.findall(piece) if len(part) > 2} | {
+        _normal(pure.stem.replace("_", "").replace("-", ""))
+    }
+
+
+def apply_rules(
+    ranked: Sequence[tuple[Ranked, Chunk | None]], query: str, vote: float, rules: RankingRules = DEFAULT_RULES
+) -> None:
+    """Adjust each code candidate's fused score in place (`vote`: the fused worth of one first-rank vote)."""
+    if not rules.enabled:
+        return
+    names = asked_names(query)
+    query_words = {_normal(w) for w in _WORD.findall(query) if w.lower() not in STOPWORDS and len(w) > 2}
+    quiet_ok = bool(query_words & _ASKS_FOR_TESTS)
+    for candidate, chunk in ranked:
+        if chunk is None or chunk.kind != "code":
+            continue
+        symbol = chunk.symbol.lower().replace("_", "")
+        path_words = _path_words(chunk.path)
+        if symbol and symbol in names:
+            share = rules.defines * vote
+            if symbol in path_words or _normal(symbol) in path_words:
+                share += rules.defines_in_named_file * vote
+            candidate.rules["defines"] = round(share, 4)
+            candidate.fused += share
+        matched = query_words & path_words
+        if matched:
+            share = rules.file_words * vote * min(1.0, len(matched) / 2)
+            candidate.rules["file_words"] = round(share, 4)
+            candidate.fused += share
+        if not quiet_ok and _QUIET_PATH.search(chunk.path):
+            candidate.rules["demoted"] = round(candidate.fused * (rules.demote - 1), 4)
+            candidate.fused *= rules.demote
+
+
+def diversify(ranked: Sequence[tuple[Ranked, Chunk | None]], rules: RankingRules = DEFAULT_RULES) -> list[int]:
+    """Positions of `ranked` (best first) re-sorted after the second and later chunks of one file lose credit."""
+    if not rules.enabled:
+        return list(range(len(ranked)))
+    seen: Counter[str] = Counter()
+    scores = []
+    for position, (candidate, chunk) in enumerate(ranked):
+        score = candidate.fused
+        if chunk is not None:
+            seen[chunk.path] += 1
+            if seen[chunk.path] > rules.same_file_free:
+                factor = rules.same_file_decay ** (seen[chunk.path] - rules.same_file_free)
+                candidate.rules["same_file"] = round(score * (factor - 1), 4)
+                score *= factor
+        scores.append((-score, position))
+    return [position for _, position in sorted(scores)]

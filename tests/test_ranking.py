@@ -1,0 +1,84 @@
+"""The code ranking rules: the definition of a name first, file names, path priors, variety; each one visible in
+--explain, and none of them on prose."""
+
+import pytest
+
+from knowledge.kb import KnowledgeBase
+from knowledge.ranking import RankingRules, apply_rules, asked_names, diversify
+from knowledge.records import Chunk
+
+from .conftest import HashingEmbedder, commit
+
+
+def chunk(path: str, symbol: str = "", kind: str = "code") -> Chunk:
+    return Chunk(id=f"{path}#{symbol}", path=path, kind=kind, title="", description="", section="", line_start=1,
+                 line_end=2, content="", content_hash="h", embed_text="", symbol=symbol)  # fmt: skip
+
+
+class Scored:
+    def __init__(self, fused: float) -> None:
+        self.fused = fused
+        self.rules: dict[str, float] = {}
+
+
+@pytest.mark.parametrize(
+    ("query", "names"),
+    [
+        ("Blueprint", {"blueprint"}),
+        ("send_file", {"sendfile"}),
+        ("how does Flask.route register a view", {"route"}),
+        ("where is `url_for` defined", {"urlfor"}),
+        ("how does the app dispatch requests", set()),
+        ("getUserName", {"getusername"}),
+    ],
+)
+def test_asked_names(query, names):
+    assert asked_names(query) == names
+
+
+def test_the_definition_beats_its_callers_and_tests_are_demoted():
+    ranked = [
+        (Scored(0.30), chunk("src/app/views.py", "dispatch_request")),  # a caller, ranked first by fusion
+        (Scored(0.25), chunk("tests/test_blueprints.py", "test_blueprint")),
+        (Scored(0.20), chunk("src/app/blueprints.py", "Blueprint")),
+        (Scored(0.20), chunk("docs/blueprints.md", "", kind="doc")),
+    ]
+    apply_rules(ranked, "Blueprint", vote=1 / 6)
+    best = max(ranked, key=lambda pair: pair[0].fused)
+    assert best[1].symbol == "Blueprint"
+    assert set(best[0].rules) == {"defines", "file_words"}
+    assert ranked[1][0].rules["demoted"] < 0
+    assert ranked[3][0].rules == {}  # prose is never touched
+
+
+def test_a_query_about_tests_keeps_tests():
+    ranked = [(Scored(0.3), chunk("tests/test_app.py", "test_run"))]
+    apply_rules(ranked, "which tests cover the app runner", vote=1 / 6)
+    assert "demoted" not in ranked[0][0].rules
+
+
+def test_a_second_chunk_of_one_file_gives_way():
+    ranked = [(Scored(1.0 - n / 100), chunk("a.py", f"f{n}")) for n in range(3)] + [(Scored(0.6), chunk("b.py"))]
+    order = diversify(ranked)
+    assert order == [0, 3, 1, 2]  # a.py's second chunk (0.99 x 0.5) and third (0.98 x 0.25) fall behind b.py's first
+    assert ranked[1][0].rules["same_file"] < 0
+    assert diversify(ranked, RankingRules(enabled=False)) == [0, 1, 2, 3]
+
+
+def test_a_name_query_finds_the_definition_first_and_explain_shows_why(git_repo):
+    commit(
+        git_repo,
+        {
+            "src/app/registry.py": "def register_view(name, view):\n    ROUTES[name] = view\n",
+            "src/app/main.py": "def start():\n    register_view('home', home)\n    register_view('about', about)\n",
+            "tests/test_registry.py": "def test_register_view():\n    register_view('x', None)\n",
+        },
+    )
+    kb = KnowledgeBase.open(git_repo, embedder_factory=lambda s: HashingEmbedder())
+    kb.reindex_all()
+    top = kb.search("register_view", kind="code", threshold=-1, explain=True).results[0]
+    assert (top.path, top.symbol) == ("src/app/registry.py", "register_view")
+    assert top.explain["rule_defines"] > 0
+    off = KnowledgeBase.open(git_repo, {"rank_rules": False}, embedder_factory=lambda s: HashingEmbedder())
+    assert all(v == 0 for k, v in off.search("register_view", kind="code", threshold=-1, explain=True)
+               .results[0].explain.items() if k.startswith("rule_"))  # fmt: skip
