@@ -8,7 +8,8 @@ Reads `../shared/bench-data/semble-dev/` in place. Each repository's `benchmark_
 (or `revision_used` when a snapshot lacks it) from a local copy of the public repository (`--mirror`, bare git
 directories named `owner+name/repo`, as `fetch` leaves them) into `--work`, outside this project's tree; nothing of
 it is committed here. Each tree becomes a git repository and is indexed with the product's defaults; every query runs
-through `KnowledgeBase.search` (all kinds, no similarity cut, budget off) and the top 10 chunks are scored.
+through `KnowledgeBase.search` (`--kind code` by default, as an agent asks a code question; no similarity cut, budget
+off) and the top 10 chunks are scored.
 """
 
 from __future__ import annotations
@@ -111,7 +112,9 @@ def ripgrep(root: Path, query: str) -> list[tuple[str, int, int]]:
     return [(path, 1, 10**9) for _, path in sorted(counts)[:10]]
 
 
-def run(stage: str, repos: list[dict[str, str]], mirror: Path, work: Path, rules: bool = True) -> dict[str, object]:
+def run(
+    stage: str, repos: list[dict[str, str]], mirror: Path, work: Path, rules: bool = True, kind: str = "code"
+) -> dict[str, object]:
     per_repo: dict[str, dict[str, object]] = {}
     by_category: dict[str, list[float]] = defaultdict(list)
     for repo in repos:
@@ -138,7 +141,9 @@ def run(stage: str, repos: list[dict[str, str]], mirror: Path, work: Path, rules
             if stage == "ripgrep":
                 results = ripgrep(root, item["query"])
             else:
-                answer = kb.search(item["query"], k=10, threshold=-1.0, budget=50_000, metadata_only=True)
+                answer = kb.search(
+                    item["query"], k=10, threshold=-1.0, budget=50_000, metadata_only=True, kind=kind
+                )
                 results = [(hit.path, hit.line_start, hit.line_end) for hit in answer.results]
             times.append((time.perf_counter() - started) * 1000)
             score = ndcg(results, [*item["relevant"], *item.get("secondary", [])])
@@ -158,6 +163,7 @@ def run(stage: str, repos: list[dict[str, str]], mirror: Path, work: Path, rules
     return {
         "stage": stage,
         "rules": rules,
+        "kind": kind,
         "mean_ndcg@10": round(statistics.mean(r["ndcg@10"] for r in per_repo.values()), 3),
         "published_mean": {"semble": 0.861, "coderankembed_hybrid": 0.868, "ripgrep": 0.161},
         "by_category": {c: round(statistics.mean(v), 3) for c, v in sorted(by_category.items())},
@@ -171,13 +177,14 @@ def main() -> None:
     parser.add_argument("--mirror", type=Path, default=Path("/work/.mirror"))
     parser.add_argument("--work", type=Path, default=Path("/tmp/semble-dev"))
     parser.add_argument("--repos", nargs="*", help="only these repositories")
+    parser.add_argument("--kind", choices=["code", "all"], default="code", help="what is searched (targets are code)")
     parser.add_argument("--no-rules", action="store_true", help="fusion only: the code ranking rules off")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     repos = json.loads((SHARED / "repos.json").read_text())
     if args.repos:
         repos = [r for r in repos if r["name"] in args.repos]
-    result = run(args.stage, repos, args.mirror, args.work, rules=not args.no_rules)
+    result = run(args.stage, repos, args.mirror, args.work, rules=not args.no_rules, kind=args.kind)
     text = json.dumps(result, indent=2)
     print(text)
     if args.out:

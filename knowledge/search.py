@@ -15,7 +15,7 @@ from .budget import pack
 from .config import Settings
 from .kind import KindIndex
 from .lexical import identifiers, terms
-from .ranking import DEFAULT_RULES, RULE_NAMES, RankingRules, apply_rules, diversify
+from .ranking import DEFAULT_RULES, RULE_NAMES, RankingRules, apply_rules, asked_names, diversify
 from .records import Chunk, SearchHit, SearchResponse
 from .request import SearchRequest
 
@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     import numpy as np
 
 CANDIDATE_FLOOR = 50
+DEFINITIONS_JOINED = 20  # at most this many chunks defining an asked name join the candidates
 # Before a chunk has its vector, only its lexical rank speaks for it: keep the top ranks, show text for the first few.
 LEXICAL_KEPT_RANKS = 10
 LEXICAL_FULL_RANKS = 3
@@ -121,6 +122,10 @@ def retrieve(
     lexical_hits = [(hit.key, hit.score) for hit in store.lexical_search(query_terms, depth)]
     pool = list(dict.fromkeys([key for key, _ in dense] + [key for key, _ in lexical_hits]))
     candidates = fuse(dense, lexical_hits, params, _exact_matches(query, index, pool), len(set(query_terms)))
+    if index.kind == "code":  # the definitions of names the query asks for join even if neither list found them
+        known = {c.key for c in candidates}
+        names = sorted(asked_names(query))
+        candidates += [Candidate(key) for key in index.store.defining(names, DEFINITIONS_JOINED) if key not in known]
     missing = [c.key for c in candidates if c.dense_rank is None]
     found = store.vectors(missing) if missing and vector is not None else {}
     for candidate in candidates:
@@ -180,12 +185,14 @@ def search(
     pooled = [pooled[i] for i in order]
     order = diversify(ranked, options.rules)
     pooled = [pooled[i] for i in order]
-    # An exact identifier match stays even under the similarity threshold: names are what dense vectors miss. A chunk
-    # with no vector yet cannot be judged by similarity: its lexical rank decides.
+    # An exact identifier match, and the definition of an asked name, stay even under the similarity threshold: names
+    # are what dense vectors miss. A chunk with no vector yet cannot be judged by similarity: its lexical rank decides.
     above = [
         (c, index)
         for c, index in pooled
-        if c.exact or (c.cosine >= options.threshold if c.cosine is not None else _lexical_only_kept(c))
+        if c.exact
+        or "defines" in c.rules
+        or (c.cosine >= options.threshold if c.cosine is not None else _lexical_only_kept(c))
     ]
     stale: dict[str, bool] = {}
 

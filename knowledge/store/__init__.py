@@ -168,6 +168,10 @@ class ChunkStore(Protocol):
         """The lexical text (space-separated terms) stored for `keys`."""
         ...
 
+    def defining(self, names: Sequence[str], limit: int) -> list[int]:
+        """Keys of chunks whose symbol is one of `names` (lower case, underscores removed)."""
+        ...
+
     def vectors(self, keys: Sequence[int]) -> dict[int, npt.NDArray[np.float32]]:
         """Stored vectors of those `keys` that have one."""
         ...

@@ -42,6 +42,8 @@ if TYPE_CHECKING:
 
 # Fold the delta into the snapshot once it holds this many vectors, or a quarter of the snapshot if that is more.
 COMPACT_MIN = 4096
+# The name a code chunk defines, as the ranking rules compare names: lower case, no underscores.
+_SYMBOL_KEY = "lower(replace(json_extract(data, '$.symbol'), '_', ''))"
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS chunks (
@@ -51,13 +53,14 @@ CREATE TABLE IF NOT EXISTS chunks (
 CREATE INDEX IF NOT EXISTS chunks_by_path ON chunks(path);
 CREATE INDEX IF NOT EXISTS chunks_by_id ON chunks(chunk_id);
 CREATE INDEX IF NOT EXISTS chunks_pending ON chunks(key) WHERE embedded = 0;
+CREATE INDEX IF NOT EXISTS chunks_by_symbol ON chunks({symbol});
 CREATE TABLE IF NOT EXISTS files (path TEXT PRIMARY KEY, hash TEXT NOT NULL, mtime_ns INTEGER, size INTEGER);
 CREATE TABLE IF NOT EXISTS problems (path TEXT NOT NULL, problem TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS problems_by_path ON problems(path);
 CREATE TABLE IF NOT EXISTS delta (seq INTEGER PRIMARY KEY AUTOINCREMENT, key INTEGER UNIQUE NOT NULL, vector BLOB);
 CREATE TABLE IF NOT EXISTS tombstones (key INTEGER PRIMARY KEY);
 CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(body, tokenize="porter unicode61 tokenchars '_'");
-"""
+""".replace("{symbol}", _SYMBOL_KEY)
 
 
 def store_paths(root: Path, kind: str) -> tuple[Path, Path, Path]:
@@ -156,6 +159,8 @@ class LocalStore:
             raise IndexNotFoundError(f"{meta_path}: no index yet; run `knowledge reindex-all`")
         try:
             db = _connect(db_path)
+            with contextlib.suppress(sqlite3.OperationalError):  # an index from before it, or a read-only folder
+                db.execute(f"CREATE INDEX IF NOT EXISTS chunks_by_symbol ON chunks({_SYMBOL_KEY})")
             row = db.execute("SELECT value FROM meta WHERE name = 'manifest'").fetchone()
             manifest = Manifest(**json.loads(row[0]))
         except (sqlite3.DatabaseError, TypeError, ValueError, KeyError) as exc:
@@ -304,6 +309,16 @@ class LocalStore:
                 f"{where}: the lexical index cannot be read ({exc}); run `knowledge reindex-all`"
             ) from exc
         return [ScoredKey(int(key), -float(score)) for key, score in rows]
+
+    def defining(self, names: Sequence[str], limit: int) -> list[int]:
+        if not names:
+            return []
+        with self._lock:
+            rows = self._db.execute(
+                f"SELECT key FROM chunks WHERE {_SYMBOL_KEY} IN ({','.join('?' * len(names))}) ORDER BY key LIMIT ?",
+                (*names, limit),
+            ).fetchall()
+        return [int(row[0]) for row in rows]
 
     def lexical_terms(self, keys: Sequence[int]) -> dict[int, str]:
         unique = list(dict.fromkeys(int(k) for k in keys))
