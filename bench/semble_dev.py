@@ -79,6 +79,18 @@ def checkout(repo: dict[str, str], mirror: Path, work: Path) -> Path:
     return dest
 
 
+def empty_cache_home(work: Path) -> Path:
+    """A KNOWLEDGE_HOME with the user's built models and no vector cache."""
+    from knowledge.fs import user_cache_dir
+
+    home = work / ".lexical-home"
+    if not home.exists():
+        home.mkdir(parents=True)
+        (home / "models").symlink_to(user_cache_dir() / "models")
+    shutil.rmtree(home / "embeddings", ignore_errors=True)
+    return home
+
+
 def target_rank(results: list[tuple[str, int, int]], target: str | dict) -> int | None:
     path = target if isinstance(target, str) else target["path"]
     span = None if isinstance(target, str) else (target["start_line"], target["end_line"])
@@ -124,7 +136,10 @@ def run(
         if stage != "ripgrep":
             if stage == "lexical" or not (root / ".knowledge").exists():
                 shutil.rmtree(root / ".knowledge", ignore_errors=True)
-            kb = KnowledgeBase.open(root, {"rank_rules": rules})
+            overrides: dict[str, object] = {"rank_rules": rules}
+            if stage == "lexical":  # an empty vector cache: cached vectors would fill the index in phase one
+                overrides["home"] = str(empty_cache_home(work))
+            kb = KnowledgeBase.open(root, overrides)
             started = time.monotonic()
             report = kb.reindex_all(embed=False) if stage == "lexical" else kb.reindex_changes()
             if stage == "complete":
