@@ -50,6 +50,8 @@ _PRIVATE_KEY = re.compile(
     re.DOTALL,
 )
 
+_KEY_MATERIAL = re.compile(r"[A-Za-z0-9+/=]{16,}")
+
 # (kind, hints, pattern): the whole match is the secret. A pattern runs only on texts holding one of its hints (plain
 # substrings), which keeps the pass fast: most files hold none.
 _TOKEN_SHAPES: tuple[tuple[str, tuple[str, ...], str], ...] = (
@@ -203,8 +205,13 @@ def _apply(text: str, found: list[tuple[int, int, str]]) -> Redacted:
     for start, end, kind in merged:
         parts.append(text[position:start])
         secret = text[start:end]
-        # Keep every newline of a multi-line secret so that line numbers stay those of the file.
-        parts.append(PLACEHOLDER.format(kind=kind) + "\n" * secret.count("\n"))
+        if kind == "private-key":
+            # Only the key material goes: the BEGIN/END lines, quotes and escapes around it stay, so a key kept in a
+            # source file leaves that file parseable (and every line where it was).
+            parts.append(_KEY_MATERIAL.sub(PLACEHOLDER.format(kind=kind), secret))
+        else:
+            # Keep every newline of a multi-line secret so that line numbers stay those of the file.
+            parts.append(PLACEHOLDER.format(kind=kind) + "\n" * secret.count("\n"))
         redactions.append(Redaction(text.count("\n", 0, start) + 1, kind))
         position = end
     parts.append(text[position:])

@@ -166,3 +166,13 @@ def test_a_bad_secret_pattern_is_one_clear_error(tmp_path):
     (tmp_path / "knowledge.toml").write_text('secret_patterns = ["(unclosed"]\n')
     with pytest.raises(ConfigError, match=r"knowledge\.toml: secret_patterns: '\(unclosed' is not a regular"):
         load_settings(tmp_path)
+
+
+def test_a_key_in_source_code_leaves_the_code_parseable():
+    import ast
+
+    source = "KEY = (\n" + "".join(f"    {line!r}\n" for line in PRIVATE_KEY.splitlines(keepends=True)) + ")\n"
+    redacted = SecretRedactor().redact(source)
+    assert KEY_BODY not in redacted.text
+    assert [(r.line, r.kind) for r in redacted.redactions] == [(2, "private-key")]
+    ast.parse(redacted.text)  # the quotes and escapes around the key material are kept
