@@ -82,7 +82,8 @@ def report_summary(report: IndexReport) -> str:
 
 
 def status_to_dict(status: IndexStatus) -> dict[str, Any]:
-    data = asdict(status)
+    """The `knowledge status --json` document, which `GET /v1/status` and MCP `status` return as it is."""
+    data = {"format_version": SEARCH_FORMAT_VERSION, **asdict(status)}
     data["skipped"] = [str(p) for p in status.skipped]
     data["redactions"] = [str(p) for p in status.redactions]
     data["secrets_redacted"] = len(status.redactions)

@@ -237,3 +237,12 @@ def test_a_busy_port_is_one_clear_line(repo, monkeypatch):
         )
     assert result.exit_code == 1
     assert f"cannot listen on 127.0.0.1:{port}: Address already in use" in result.stderr
+
+
+def test_status_is_one_document_on_the_cli_and_over_http(server, repo):
+    code, over_http = call(server, "/v1/status")
+    assert code == 200
+    on_cli = cli_json(repo, "status", "--json")
+    for document in (over_http, on_cli):
+        document.pop("age_seconds")
+    assert on_cli == over_http

@@ -202,7 +202,7 @@ def _open(ctx: click.Context, progress: ProgressPrinter | None = None, **overrid
 @click.option("--debug", is_flag=True, help="Show tracebacks of internal errors.")
 @click.pass_context
 def cli(ctx: click.Context, path: Path, model: str | None, model_variant: str | None, debug: bool) -> None:
-    """Search a repository's docs with local sentence embeddings.
+    """Search a repository's docs and code with local sentence embeddings.
 
     \b
     knowledge reindex-all
@@ -406,7 +406,7 @@ def search_command(
     explain: bool,
     remote: str | None,
 ) -> None:
-    """Find the doc sections that answer QUERY, best first, within a token budget.
+    """Find the doc sections and code that answer QUERY, best first, within a token budget.
 
     \b
     knowledge search "how are hooks installed"
@@ -467,7 +467,6 @@ def status_command(ctx: click.Context, as_json: bool) -> None:
     """
     data = _daemon(ctx, "GET", "/v1/status")
     if data is not None:
-        data.pop("format_version", None)
         status = status_from_dict(data)
     else:
         status = _open(ctx).status()

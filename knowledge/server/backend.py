@@ -71,7 +71,7 @@ class LocalBackend:
         return source_to_dict(text)
 
     def status(self) -> dict[str, Any]:
-        return {"format_version": 1, **status_to_dict(self.kb.status())}
+        return status_to_dict(self.kb.status())
 
     def docs_for_file(self, params: dict[str, Any]) -> dict[str, Any]:
         return hits_to_dict(self.kb.docs_for_file(_str(params, "path") or ""))
