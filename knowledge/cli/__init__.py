@@ -466,10 +466,7 @@ def status_command(ctx: click.Context, as_json: bool) -> None:
     knowledge status --json
     """
     data = _daemon(ctx, "GET", "/v1/status")
-    if data is not None:
-        status = status_from_dict(data)
-    else:
-        status = _open(ctx).status()
+    status = status_from_dict(data) if data is not None else _open(ctx).status()
     if as_json:
         click.echo(json.dumps(status_to_dict(status), indent=2))
     else:
