@@ -14,6 +14,7 @@ KINDS_ASKED = ("all", "docs", "code")
 MAX_K = 100
 MAX_BUDGET = 50_000
 MAX_QUERY_CHARS = 4_000
+MAX_FILTERS = 20  # globs or languages per filter
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,6 +28,9 @@ class SearchRequest:
     explain: bool = False
     kind: str = "all"
     expand: bool = False
+    paths: tuple[str, ...] = ()  # globs: keep results whose path matches one (`src/**`)
+    exclude: tuple[str, ...] = ()  # globs: drop results whose path matches one (`tests/**`)
+    language: tuple[str, ...] = ()  # keep code in these languages (`python`, `go`, …)
 
     def __post_init__(self) -> None:
         if not isinstance(self.query, str):
@@ -44,6 +48,18 @@ class SearchRequest:
         for name in ("metadata_only", "explain", "expand"):
             if not isinstance(getattr(self, name), bool):
                 raise KnowledgeError(f"{name}: expected true or false")
+        for name in ("paths", "exclude", "language"):
+            values = getattr(self, name)
+            if isinstance(values, list):  # JSON gives lists
+                object.__setattr__(self, name, values := tuple(values))
+            if not isinstance(values, tuple) or not all(isinstance(v, str) and 0 < len(v) <= 200 for v in values):
+                raise KnowledgeError(f"{name}: expected a list of non-empty strings")
+            if len(values) > MAX_FILTERS:
+                raise KnowledgeError(f"{name}: at most {MAX_FILTERS} entries")
+
+    @property
+    def filtered(self) -> bool:
+        return bool(self.paths or self.exclude or self.language)
 
     @classmethod
     def from_params(cls, params: dict[str, Any]) -> SearchRequest:
@@ -61,7 +77,7 @@ class SearchRequest:
         """JSON parameters with only what was asked (None and defaults left out)."""
         defaults = SearchRequest("x")
         return {
-            name: value
+            name: list(value) if isinstance(value, tuple) else value
             for name, value in asdict(self).items()
             if name == "query" or (value is not None and value != getattr(defaults, name))
         }

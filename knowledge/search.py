@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from . import ranking
 from .budget import pack
 from .config import Settings
+from .corpus import glob_to_regex, matches_any
 from .kind import KindIndex
 from .lexical import identifiers, terms
 from .ranking import DEFAULT_RULES, RULE_NAMES, RankingRules, apply_rules, asked_names, diversify
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
     import numpy as np
 
 CANDIDATE_FLOOR = 50
+FILTERED_DEPTH = 4  # with path or language filters, look this many times deeper before filtering
 DEFINITIONS_JOINED = 20  # at most this many chunks defining an asked name join the candidates
 # Before a chunk has its vector, only its lexical rank speaks for it: keep the top ranks, show text for the first few.
 LEXICAL_KEPT_RANKS = 10
@@ -60,6 +62,7 @@ class SearchOptions:
     expand: bool = False  # add the top code hit's callers and callees after the results, as the budget allows
     fusion: FusionParams = field(default_factory=FusionParams)
     rules: RankingRules = DEFAULT_RULES
+    keep: Callable[[Chunk], bool] | None = None  # the request's path, exclude and language filters
 
 
 @dataclass(slots=True)
@@ -149,7 +152,24 @@ def resolve_options(request: SearchRequest, settings: Settings, calibrated: tupl
         expand=request.expand,
         metadata_only=request.metadata_only,
         rules=ranking.DEFAULT_RULES if settings.rank_rules else RankingRules(enabled=False),
+        keep=result_filter(request) if request.filtered else None,
     )
+
+
+def result_filter(request: SearchRequest) -> Callable[[Chunk], bool]:
+    """Whether a chunk passes the request's path globs, exclude globs and languages."""
+    wanted = [glob_to_regex(p) for p in request.paths]
+    unwanted = [glob_to_regex(p) for p in request.exclude]
+    languages = {name.lower() for name in request.language}
+
+    def keep(chunk: Chunk) -> bool:
+        if wanted and not matches_any(chunk.path, wanted):
+            return False
+        if unwanted and matches_any(chunk.path, unwanted):
+            return False
+        return not languages or (chunk.language or "").lower() in languages
+
+    return keep
 
 
 def search(
@@ -168,7 +188,7 @@ def search(
     total = sum(c.chunks for c in coverages)
     embedded = sum(c.embedded for c in coverages)
     vector = embed_query(query) if embed_query is not None and embedded else None
-    depth = max(options.k * 3, CANDIDATE_FLOOR)
+    depth = max(options.k * 3, CANDIDATE_FLOOR) * (FILTERED_DEPTH if options.keep is not None else 1)
     pooled = [
         (candidate, index) for index in sources for candidate in retrieve(index, query, vector, depth, options.fusion)
     ]
@@ -177,7 +197,11 @@ def search(
     by_index: dict[int, dict[int, Chunk]] = {}
     for index in sources:
         keys = [c.key for c, owner in pooled if owner is index]
-        by_index[id(index)] = index.store.chunks(keys) if keys and index.kind == "code" else {}
+        wanted = keys and (index.kind == "code" or options.keep is not None)
+        by_index[id(index)] = index.store.chunks(keys) if wanted else {}
+    if options.keep is not None:  # filters first: what they drop takes no place in the ranking
+        keep = options.keep
+        pooled = [(c, index) for c, index in pooled if (m := by_index[id(index)].get(c.key)) is not None and keep(m)]
     ranked = [(c, by_index[id(index)].get(c.key)) for c, index in pooled]
     apply_rules(ranked, query, options.fusion.dense_weight / (options.fusion.k + 1), options.rules)
     order = sorted(range(len(pooled)), key=lambda i: (-pooled[i][0].fused, pooled[i][0].dense_rank or 10**9))

@@ -82,3 +82,35 @@ def test_a_name_query_finds_the_definition_first_and_explain_shows_why(git_repo)
     off = KnowledgeBase.open(git_repo, {"rank_rules": False}, embedder_factory=lambda s: HashingEmbedder())
     assert all(v == 0 for k, v in off.search("register_view", kind="code", threshold=-1, explain=True)
                .results[0].explain.items() if k.startswith("rule_"))  # fmt: skip
+
+
+def test_path_exclude_and_language_filters_on_cli_and_http_alike(git_repo):
+    import json
+
+    from click.testing import CliRunner
+
+    from knowledge.cli import cli
+    from knowledge.server.backend import LocalBackend
+
+    commit(
+        git_repo,
+        {
+            "src/retry.py": "def retry_on_timeout(call):\n    return call()\n",
+            "tests/test_retry.py": "def test_retry_on_timeout():\n    retry_on_timeout(None)\n",
+            "web/retry.js": "function retryOnTimeout(call) { return call(); }\n",
+            "docs/retry.md": "# Retry\n\nretry on timeout is documented here\n",
+        },
+    )
+    kb = KnowledgeBase.open(git_repo, embedder_factory=lambda s: HashingEmbedder())
+    kb.reindex_all()
+    args = ["-C", str(git_repo), "search", "retry on timeout", "--threshold", "-1", "--json"]
+    filters = ["--path", "src/**", "--path", "tests/**", "--exclude", "tests/**", "--lang", "python"]
+    result = CliRunner().invoke(cli, [*args, *filters], obj={"embedder_factory": lambda s: HashingEmbedder()})
+    assert result.exit_code == 0, result.output
+    on_cli = json.loads(result.stdout)
+    assert {hit["path"] for hit in on_cli["results"]} == {"src/retry.py"}
+    params = {"query": "retry on timeout", "threshold": -1, "paths": ["src/**", "tests/**"]}
+    over_http = LocalBackend(kb).search({**params, "exclude": ["tests/**"], "language": ["python"]})
+    assert json.loads(json.dumps(over_http["results"])) == on_cli["results"]
+    unfiltered = kb.search("retry on timeout", threshold=-1).results
+    assert {h.path for h in unfiltered} >= {"src/retry.py", "tests/test_retry.py", "web/retry.js", "docs/retry.md"}

@@ -42,3 +42,16 @@ def test_repository_setting_for_k_holds_over_the_api(git_repo):
     answer = LocalBackend(kb).search({"query": "hooks installed", "threshold": 0})
     assert len(answer["results"]) == 2
     assert len(LocalBackend(kb).search({"query": "hooks installed", "threshold": 0, "k": 5})["results"]) == 5
+
+
+def test_filters_come_as_lists_and_are_bounded():
+    request = SearchRequest.from_params(
+        {"query": "x", "paths": ["src/**"], "exclude": ["tests/**"], "language": ["py"]}
+    )
+    assert (request.paths, request.exclude, request.language) == (("src/**",), ("tests/**",), ("py",))
+    assert request.to_params()["paths"] == ["src/**"]
+    assert SearchRequest.from_params(request.to_params()) == request
+    with pytest.raises(KnowledgeError, match="paths: expected a list of non-empty strings"):
+        SearchRequest.from_params({"query": "x", "paths": "src/**"})
+    with pytest.raises(KnowledgeError, match="exclude: at most 20 entries"):
+        SearchRequest.from_params({"query": "x", "exclude": ["a"] * 21})

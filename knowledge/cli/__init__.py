@@ -389,6 +389,9 @@ def _run_from_hook(ctx: click.Context, hook: str) -> None:
 )
 @click.option("--expand", is_flag=True, help="Add the top code hit's callers and callees, as the budget allows.")
 @click.option("--explain", is_flag=True, help="Show each result's dense and lexical scores, ranks and fused score.")
+@click.option("--path", "paths", multiple=True, metavar="GLOB", help="Only results whose path matches (repeatable).")
+@click.option("--exclude", multiple=True, metavar="GLOB", help="No results whose path matches (repeatable).")
+@click.option("--lang", "language", multiple=True, metavar="NAME", help="Only code in this language (repeatable).")
 @click.option("--remote", metavar="URL", help="Ask a `knowledge serve` at URL (token from KNOWLEDGE_TOKEN).")
 @click.pass_context
 def search_command(
@@ -404,6 +407,9 @@ def search_command(
     kind: str,
     expand: bool,
     explain: bool,
+    paths: tuple[str, ...],
+    exclude: tuple[str, ...],
+    language: tuple[str, ...],
     remote: str | None,
 ) -> None:
     """Find the doc sections and code that answer QUERY, best first, within a token budget.
@@ -411,6 +417,7 @@ def search_command(
     \b
     knowledge search "how are hooks installed"
     knowledge search "token budget" --json --budget 500
+    knowledge search "retry on timeout" --kind code --path 'src/**' --exclude 'tests/**' --lang python
     """
     request = SearchRequest(
         query=query,
@@ -422,6 +429,9 @@ def search_command(
         kind=kind,
         explain=explain,
         expand=expand,
+        paths=paths,
+        exclude=exclude,
+        language=language,
     )
     data: dict[str, Any] | None = None
     if remote:

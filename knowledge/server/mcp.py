@@ -17,7 +17,7 @@ cosine similarity, strong matches carry their text and weaker ones metadata only
 inside a token budget. Follow a metadata result with `get_source` for its exact lines. `docs_for_file` finds the docs
 that mention a file before you change it. Cite results as path:line_start-line_end."""
 
-SEARCH_DOC = """Find the doc sections that answer a natural-language question.
+SEARCH_DOC = """Find the doc sections and code that answer a natural-language question (or name).
 
 Args:
     query: what you want to know, in plain words or with identifiers.
@@ -29,6 +29,9 @@ Args:
     threshold: drop results under this cosine similarity (default: calibrated for the model); exact identifier
         matches are kept anyway.
     expand: add the callers and callees of the top code result (within the budget).
+    paths: only results whose path matches one of these globs (e.g. ["src/**"]).
+    exclude: no results whose path matches one of these globs (e.g. ["tests/**"]).
+    language: only code in these languages (e.g. ["python"]).
 Returns the versioned JSON of `knowledge search --json`: results with score, path, section, line_start, line_end,
 content (null when under the full-content threshold), tokens, plus tokens_used, budget and omitted."""
 
@@ -70,6 +73,9 @@ def build_server(backend: Backend) -> Any:  # noqa: ANN401 - mcp.server.mcpserve
         metadata_only: bool = False,
         threshold: float | None = None,
         expand: bool = False,
+        paths: list[str] | None = None,
+        exclude: list[str] | None = None,
+        language: list[str] | None = None,
     ) -> str:
         params = {
             "query": query,
@@ -79,6 +85,9 @@ def build_server(backend: Backend) -> Any:  # noqa: ANN401 - mcp.server.mcpserve
             "metadata_only": metadata_only,
             "threshold": threshold,
             "expand": expand,
+            "paths": paths,
+            "exclude": exclude,
+            "language": language,
         }
         return _call(lambda: backend.search({key: value for key, value in params.items() if value is not None}))
 
