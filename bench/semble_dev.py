@@ -156,9 +156,7 @@ def run(
             if stage == "ripgrep":
                 results = ripgrep(root, item["query"])
             else:
-                answer = kb.search(
-                    item["query"], k=10, threshold=-1.0, budget=50_000, metadata_only=True, kind=kind
-                )
+                answer = kb.search(item["query"], k=10, threshold=-1.0, budget=50_000, metadata_only=True, kind=kind)
                 results = [(hit.path, hit.line_start, hit.line_end) for hit in answer.results]
             times.append((time.perf_counter() - started) * 1000)
             score = ndcg(results, [*item["relevant"], *item.get("secondary", [])])

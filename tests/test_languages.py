@@ -98,7 +98,7 @@ def test_entities_names_parents_lines_and_calls(name):
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_a_syntax_error_falls_back_to_line_chunks_reported_once(name):
-    broken = (FIXTURES / name).read_text() + "\n(((( {{{{ [[[[ \"unterminated\n"
+    broken = (FIXTURES / name).read_text() + '\n(((( {{{{ [[[[ "unterminated\n'
     parsed = chunks_of(name, broken)
     assert len(parsed.problems) == 1
     assert "syntax error near line" in parsed.problems[0].problem

@@ -447,7 +447,6 @@ def _walk(node: Any, spec: LanguageSpec, src: bytes, parent: Entity | None, out:
         _walk(child, spec, src, entity or parent, out)
 
 
-
 def _flatten(entities: list[Entity]) -> list[Entity]:
     out: list[Entity] = []
     for entity in entities:

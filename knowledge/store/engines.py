@@ -27,4 +27,3 @@ def remove_leftovers(root: Path) -> None:
     folder = index_dir(root)
     if folder.is_dir():
         remove_local_leftovers(folder)
-
