@@ -16,7 +16,6 @@ from typing import Any
 
 from .errors import ConfigError
 from .fs import user_cache_dir
-from .secrets import DEFAULT_SECRET_FILES
 
 CONFIG_FILE = "knowledge.toml"
 DEFAULT_DOC_INCLUDE = ("**/*.md", "**/*.markdown", "**/*.mdx")
@@ -65,6 +64,34 @@ DEFAULT_CODE_INCLUDE = tuple(
         "ini",
     )
 )
+# File names (globs on the last path component) that hold secrets by nature; setting `secret_files` replaces them
+# (knowledge/secrets.py reads them; kept here so that settings load without compiling its detectors).
+DEFAULT_SECRET_FILES = (
+    ".env",
+    ".env.*",
+    "*.env",
+    "*.pem",
+    "*.key",
+    "*.p12",
+    "*.pfx",
+    "*.jks",
+    "*.keystore",
+    "id_rsa",
+    "id_dsa",
+    "id_ecdsa",
+    "id_ed25519",
+    ".netrc",
+    ".pgpass",
+    ".npmrc",
+    ".pypirc",
+    ".git-credentials",
+    "credentials",
+    "credentials.json",
+    "secrets.yaml",
+    "secrets.yml",
+    "secrets.json",
+)
+
 # Generated, vendored and lock files: configurable with `code_exclude`.
 DEFAULT_CODE_EXCLUDE = (
     "**/node_modules/**",

@@ -18,33 +18,6 @@ from dataclasses import dataclass
 PLACEHOLDER = "[redacted: {kind}]"
 REDACTION_NOTE = "secret redacted"  # how a redaction is reported (a file's problem line starts with it)
 
-# File names (globs on the last path component) that hold secrets by nature; setting `secret_files` replaces them.
-DEFAULT_SECRET_FILES = (
-    ".env",
-    ".env.*",
-    "*.env",
-    "*.pem",
-    "*.key",
-    "*.p12",
-    "*.pfx",
-    "*.jks",
-    "*.keystore",
-    "id_rsa",
-    "id_dsa",
-    "id_ecdsa",
-    "id_ed25519",
-    ".netrc",
-    ".pgpass",
-    ".npmrc",
-    ".pypirc",
-    ".git-credentials",
-    "credentials",
-    "credentials.json",
-    "secrets.yaml",
-    "secrets.yml",
-    "secrets.json",
-)
-
 _PRIVATE_KEY = re.compile(
     r"-----BEGIN[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----.*?(?:-----END[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----|\Z)",
     re.DOTALL,
