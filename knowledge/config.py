@@ -65,7 +65,7 @@ DEFAULT_CODE_INCLUDE = tuple(
     )
 )
 # File names (globs on the last path component) that hold secrets by nature; setting `secret_files` replaces them
-# (knowledge/secrets.py reads them; kept here so that settings load without compiling its detectors).
+# (corpus.read_source checks them; kept here so that settings load without compiling the secret detectors).
 DEFAULT_SECRET_FILES = (
     ".env",
     ".env.*",
