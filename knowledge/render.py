@@ -60,6 +60,11 @@ def search_to_text(response: SearchResponse) -> str:
     return "\n".join(out) + "\n"
 
 
+def files_to_text(response: SearchResponse) -> str:
+    """`search --files`: the matching files, best first, one path per line (like `grep -l`)."""
+    return "".join(f"{hit.path}\n" for hit in response.results)
+
+
 def report_to_dict(report: IndexReport) -> dict[str, Any]:
     data = asdict(report)
     data["skipped"] = [str(p) for p in report.skipped]

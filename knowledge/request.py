@@ -28,6 +28,7 @@ class SearchRequest:
     explain: bool = False
     kind: str = "all"
     expand: bool = False
+    files_only: bool = False  # one result per file, metadata only
     paths: tuple[str, ...] = ()  # globs: keep results whose path matches one (`src/**`)
     exclude: tuple[str, ...] = ()  # globs: drop results whose path matches one (`tests/**`)
     language: tuple[str, ...] = ()  # keep code in these languages (`python`, `go`, …)
@@ -45,7 +46,7 @@ class SearchRequest:
         _check_int("budget", self.budget, 1, MAX_BUDGET)
         _check_float("threshold", self.threshold)
         _check_float("full_threshold", self.full_threshold)
-        for name in ("metadata_only", "explain", "expand"):
+        for name in ("metadata_only", "explain", "expand", "files_only"):
             if not isinstance(getattr(self, name), bool):
                 raise KnowledgeError(f"{name}: expected true or false")
         for name in ("paths", "exclude", "language"):

@@ -58,6 +58,7 @@ class SearchOptions:
     full_threshold: float
     budget: int
     metadata_only: bool = False
+    files_only: bool = False  # one result per file, metadata only: where to look, not what is there
     explain: bool = False
     expand: bool = False  # add the top code hit's callers and callees after the results, as the budget allows
     fusion: FusionParams = field(default_factory=FusionParams)
@@ -150,7 +151,8 @@ def resolve_options(request: SearchRequest, settings: Settings, calibrated: tupl
         budget=request.budget or settings.budget,
         explain=request.explain,
         expand=request.expand,
-        metadata_only=request.metadata_only,
+        metadata_only=request.metadata_only or request.files_only,
+        files_only=request.files_only,
         rules=ranking.DEFAULT_RULES if settings.rank_rules else RankingRules(enabled=False),
         keep=result_filter(request) if request.filtered else None,
     )
@@ -227,6 +229,19 @@ def search(
             stale[path] = is_stale(path)
         return stale[path]
 
+    if options.files_only:  # the best chunk of each file stands for it
+        for index in sources:
+            keys = [c.key for c, owner in above if owner is index and c.key not in by_index[id(index)]]
+            if keys:
+                by_index[id(index)].update(index.store.chunks(keys))
+        seen_paths: set[str] = set()
+        first_per_file = []
+        for c, index in above:
+            meta = by_index[id(index)].get(c.key)
+            if meta is not None and meta.path not in seen_paths:
+                seen_paths.add(meta.path)
+                first_per_file.append((c, index))
+        above = first_per_file
     chosen = above[: options.k]
     for index in sources:
         keys = [c.key for c, owner in chosen if owner is index and c.key not in by_index[id(index)]]

@@ -114,3 +114,23 @@ def test_path_exclude_and_language_filters_on_cli_and_http_alike(git_repo):
     assert json.loads(json.dumps(over_http["results"])) == on_cli["results"]
     unfiltered = kb.search("retry on timeout", threshold=-1).results
     assert {h.path for h in unfiltered} >= {"src/retry.py", "tests/test_retry.py", "web/retry.js", "docs/retry.md"}
+
+
+def test_files_lists_each_matching_file_once_best_first(git_repo):
+    from click.testing import CliRunner
+
+    from knowledge.cli import cli
+    from knowledge.server.backend import LocalBackend
+
+    body = "\n\n".join(f"def retry_{n}(call):\n    return retry(call, {n})" for n in range(6))
+    commit(git_repo, {"src/retry.py": body + "\n", "src/other.py": "def retry(call, n):\n    return call()\n"})
+    kb = KnowledgeBase.open(git_repo, embedder_factory=lambda s: HashingEmbedder())
+    kb.reindex_all()
+    args = ["-C", str(git_repo), "search", "retry call", "--threshold", "-1", "--files"]
+    result = CliRunner().invoke(cli, args, obj={"embedder_factory": lambda s: HashingEmbedder()})
+    assert result.exit_code == 0, result.output
+    listed = result.stdout.splitlines()
+    assert sorted(listed) == ["src/other.py", "src/retry.py"]
+    answer = LocalBackend(kb).search({"query": "retry call", "threshold": -1, "files_only": True})
+    assert [hit["path"] for hit in answer["results"]] == listed
+    assert all(hit["content"] is None for hit in answer["results"])

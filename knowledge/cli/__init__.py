@@ -19,6 +19,7 @@ from ..errors import KnowledgeError
 from ..git import repo_root
 from ..records import IndexReport, Progress
 from ..render import (
+    files_to_text,
     report_summary,
     report_to_dict,
     search_from_dict,
@@ -392,6 +393,7 @@ def _run_from_hook(ctx: click.Context, hook: str) -> None:
 @click.option("--path", "paths", multiple=True, metavar="GLOB", help="Only results whose path matches (repeatable).")
 @click.option("--exclude", multiple=True, metavar="GLOB", help="No results whose path matches (repeatable).")
 @click.option("--lang", "language", multiple=True, metavar="NAME", help="Only code in this language (repeatable).")
+@click.option("--files", "files_only", is_flag=True, help="List the matching files, best first, one line each.")
 @click.option("--remote", metavar="URL", help="Ask a `knowledge serve` at URL (token from KNOWLEDGE_TOKEN).")
 @click.pass_context
 def search_command(
@@ -410,6 +412,7 @@ def search_command(
     paths: tuple[str, ...],
     exclude: tuple[str, ...],
     language: tuple[str, ...],
+    files_only: bool,
     remote: str | None,
 ) -> None:
     """Find the doc sections and code that answer QUERY, best first, within a token budget.
@@ -432,6 +435,7 @@ def search_command(
         paths=paths,
         exclude=exclude,
         language=language,
+        files_only=files_only,
     )
     data: dict[str, Any] | None = None
     if remote:
@@ -441,10 +445,11 @@ def search_command(
     elif not build:
         data = _daemon(ctx, "POST", "/v1/search", request.to_params())
     if data is not None:
-        click.echo(
-            json.dumps(data, ensure_ascii=False, indent=2) if as_json else search_to_text(search_from_dict(data)),
-            nl=as_json,
-        )
+        if as_json:
+            click.echo(json.dumps(data, ensure_ascii=False, indent=2))
+        else:
+            answer = search_from_dict(data)
+            click.echo(files_to_text(answer) if files_only else search_to_text(answer), nl=False)
         return
     progress = ProgressPrinter(not as_json)
     kb = _open(ctx, progress)
@@ -463,7 +468,7 @@ def search_command(
     if as_json:
         click.echo(json.dumps(search_to_dict(response), ensure_ascii=False, indent=2))
     else:
-        click.echo(search_to_text(response), nl=False)
+        click.echo(files_to_text(response) if files_only else search_to_text(response), nl=False)
 
 
 @cli.command("status")

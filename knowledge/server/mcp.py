@@ -32,6 +32,7 @@ Args:
     paths: only results whose path matches one of these globs (e.g. ["src/**"]).
     exclude: no results whose path matches one of these globs (e.g. ["tests/**"]).
     language: only code in these languages (e.g. ["python"]).
+    files_only: one result per file, metadata only (where to look).
 Returns the versioned JSON of `knowledge search --json`: results with score, path, section, line_start, line_end,
 content (null when under the full-content threshold), tokens, plus tokens_used, budget and omitted."""
 
@@ -76,6 +77,7 @@ def build_server(backend: Backend) -> Any:  # noqa: ANN401 - mcp.server.mcpserve
         paths: list[str] | None = None,
         exclude: list[str] | None = None,
         language: list[str] | None = None,
+        files_only: bool = False,
     ) -> str:
         params = {
             "query": query,
@@ -88,6 +90,7 @@ def build_server(backend: Backend) -> Any:  # noqa: ANN401 - mcp.server.mcpserve
             "paths": paths,
             "exclude": exclude,
             "language": language,
+            "files_only": files_only,
         }
         return _call(lambda: backend.search({key: value for key, value in params.items() if value is not None}))
 
