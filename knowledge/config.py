@@ -134,6 +134,8 @@ class Settings:
     rank_rules: bool = True  # the code ranking rules (definition, file names, path priors, variety)
     secret_patterns: tuple[str, ...] = ()  # regular expressions redacted besides the built-in detectors
     secret_files: tuple[str, ...] = DEFAULT_SECRET_FILES  # file-name globs never read
+    store: str = "local"  # "local" (.knowledge/) or a postgresql:// URL of a shared database (no password in it)
+    store_repository: str = ""  # the repository's name in a shared store; default: its root commit
 
 
 # setting -> (environment variables, highest priority first)
@@ -148,6 +150,8 @@ ENV_VARS: dict[str, tuple[str, ...]] = {
     "budget": ("KNOWLEDGE_BUDGET", "SEARCH_CONTEXT_TOKEN_LIMIT"),
     "redact_secrets": ("KNOWLEDGE_REDACT_SECRETS",),
     "rank_rules": ("KNOWLEDGE_RANK_RULES",),
+    "store": ("KNOWLEDGE_STORE",),
+    "store_repository": ("KNOWLEDGE_STORE_REPOSITORY",),
 }
 
 
@@ -197,9 +201,25 @@ def _coerce(name: str, value: Any, origin: str) -> Any:  # noqa: ANN401 - valida
             return str(value)
         if name == "model":
             return str(value)
+        if name == "store_repository":
+            return str(value)
+        if name == "store":
+            return _store_url(str(value), origin, fail)
     except (TypeError, ValueError) as exc:
         raise fail(f"invalid value {value!r}") from exc
     raise fail("unknown setting")
+
+
+def _store_url(value: str, origin: str, fail: Any) -> str:  # noqa: ANN401 - fail: the caller's error factory
+    if value in {"", "local"}:
+        return "local"
+    if not value.startswith(("postgresql://", "postgres://")):
+        raise fail(f"{value!r} is neither local nor a postgresql:// URL")
+    from urllib.parse import urlsplit
+
+    if urlsplit(value).password is not None and not origin.startswith("environment"):
+        raise fail("a password does not belong in a file or on a command line: use PGPASSWORD or ~/.pgpass")
+    return value
 
 
 def _read_file(root: Path) -> dict[str, Any]:

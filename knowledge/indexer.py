@@ -33,7 +33,7 @@ from .store import (
     NewChunk,
     embed_lock_path,
 )
-from .store.engines import create_store
+from .store.engines import Engine, LocalEngine
 from .version import __version__
 
 if TYPE_CHECKING:
@@ -86,8 +86,10 @@ class Indexer:
         thresholds: tuple[float, float],
         counter: Callable[[], TokenCounter],
         on_progress: ProgressCallback | None = None,
+        engine: Engine | None = None,
     ) -> None:
         self.root = root
+        self.engine = engine or LocalEngine(root)
         self.settings = settings
         self.model = model
         self.thresholds = thresholds
@@ -121,7 +123,7 @@ class Indexer:
     def rebuild(self, kind: str, commit: str | None) -> tuple[ChunkStore, IndexReport]:
         """A clean index of `kind` built beside the live one and swapped in; vectors come from the cache only."""
         started = time.monotonic()
-        store = create_store(self.root, kind, self.manifest())
+        store = self.engine.create(kind, self.manifest())
         paths = candidate_paths(self.root, self.settings, kind)
         chunked = self._chunk(paths, kind, commit)
         self._apply(store, frozenset(), chunked, commit)

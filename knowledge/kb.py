@@ -34,7 +34,7 @@ from .request import SearchRequest
 from .search import resolve_options, search
 from .secrets import REDACTION_NOTE
 from .store import embed_lock_path, index_dir, lock_path
-from .store.engines import open_store, remove_leftovers, store_exists
+from .store.engines import Engine, engine_for
 
 
 def _merge(reports: list[IndexReport], started: float) -> IndexReport:
@@ -81,7 +81,15 @@ class KnowledgeBase:
         self.root = root
         self.settings = settings
         self.model = ModelAccess(settings, embedder_factory, on_model_step)
-        self._indexes: dict[str, tuple[int, KindIndex]] = {}
+        self._indexes: dict[str, tuple[object, KindIndex]] = {}
+        self._engine: Engine | None = None
+
+    @property
+    def engine(self) -> Engine:
+        """Where the indexes live (opened on first use: a shared store connects only when needed)."""
+        if self._engine is None:
+            self._engine = engine_for(self.root, self.settings.store, self.settings.store_repository)
+        return self._engine
 
     @classmethod
     def open(
@@ -104,25 +112,19 @@ class KnowledgeBase:
     # ---- the indexes ------------------------------------------------------------------------------------------
     def index(self, kind: str) -> KindIndex:
         """The kind's index, reopened only when a rebuild has swapped a new one in."""
-        marker = index_dir(self.root) / f"{kind}.sqlite"
-        try:
-            inode = marker.stat().st_ino
-        except OSError:
-            inode = -1
+        generation = self.engine.generation(kind)
         cached = self._indexes.get(kind)
-        if cached is not None and cached[0] == inode:
+        if cached is not None and cached[0] == generation:
             return cached[1]
         if cached is not None:
             cached[1].store.close()
-        index = KindIndex(self.root, self.settings, kind, open_store(self.root, kind))
-        self._indexes[kind] = (inode, index)
+        index = KindIndex(self.root, self.settings, kind, self.engine.open(kind))
+        self._indexes[kind] = (generation, index)
         return index
 
     def indexes(self, kinds: tuple[str, ...] = KINDS) -> list[KindIndex]:
         """Every existing index of `kinds`; when none exists, opening the first says which command to run."""
-        folder = index_dir(self.root)
-        # A kind is there when its store is, or when something of an older format is (opening it says so).
-        present = [k for k in kinds if store_exists(self.root, k) or (folder / f"{k}.meta.json").exists()]
+        present = [k for k in kinds if self.engine.present(k)]
         return [self.index(kind) for kind in present or kinds[:1]]
 
     def _head(self) -> str | None:
@@ -134,13 +136,19 @@ class KnowledgeBase:
 
     def _indexer(self, on_progress: ProgressCallback | None) -> Indexer:
         return Indexer(
-            self.root, self.settings, self.model.identity(), self.default_thresholds(), self.model.counter, on_progress
+            self.root,
+            self.settings,
+            self.model.identity(),
+            self.default_thresholds(),
+            self.model.counter,
+            on_progress,
+            self.engine,
         )
 
     @contextlib.contextmanager
     def _writer_lock(self) -> Iterator[None]:
         with file_lock(lock_path(self.root)):
-            remove_leftovers(self.root)  # no other writer can be mid-write now: whatever is half-written is stale
+            self.engine.remove_leftovers()  # no other writer can be mid-write now: whatever is half-written is stale
             yield
 
     # ---- indexing ---------------------------------------------------------------------------------------------
@@ -242,7 +250,7 @@ class KnowledgeBase:
 
     def needs_catch_up(self) -> bool:
         """Cheap check (one `git rev-parse`, one stat pass) whether the index trails HEAD or the files."""
-        if not store_exists(self.root, "docs"):
+        if not self.engine.exists("docs"):
             return True
         head = self._head()
         for index in self.indexes():
@@ -396,8 +404,8 @@ class KnowledgeBase:
 
     def status(self) -> IndexStatus:
         """What is indexed, with which model, how old, how much is embedded, and what was skipped."""
-        base = {"root": str(self.root), "index_dir": str(index_dir(self.root))}
-        if not store_exists(self.root, "docs"):
+        base = {"root": str(self.root), "index_dir": str(index_dir(self.root)), "store": self.engine.describe()}
+        if not self.engine.exists("docs"):
             return IndexStatus(
                 **base, exists=False, model=None, dims=None, files=0, chunks=0, built_at=None, age_seconds=None
             )

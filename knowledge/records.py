@@ -149,6 +149,7 @@ class IndexStatus:
     chunks_pending: int = 0
     embedding_eta_seconds: float | None = None  # while an embedding run is going
     redactions: tuple[FileProblem, ...] = field(default_factory=tuple)  # secrets replaced: file, line and kind
+    store: str = "local"  # where the index lives: "local" or the shared database, repository and branch
 
 
 @dataclass(frozen=True, slots=True)

@@ -106,9 +106,11 @@ def status_from_dict(data: dict[str, Any]) -> IndexStatus:
 
 def status_to_text(status: IndexStatus) -> str:
     if not status.exists:
-        return f"No index in {status.index_dir}; run `knowledge reindex-all`.\n"
+        where = status.index_dir if status.store == "local" else status.store
+        return f"No index in {where}; run `knowledge reindex-all`.\n"
     lines = [
         f"root:       {status.root}",
+        *([f"store:      {status.store}"] if status.store != "local" else []),
         f"model:      {status.model}, {status.dims} dims",
         f"indexed:    {status.files} files, {status.chunks} chunks"
         + (

@@ -54,6 +54,8 @@ def isolated_env(tmp_path_factory, monkeypatch):
         "SEARCH_FULL_CONTEXT_SIMILARITY_THRESHOLD",
         "SEARCH_CONTEXT_TOKEN_LIMIT",
         "KNOWLEDGE_K",
+        "KNOWLEDGE_STORE",
+        "KNOWLEDGE_STORE_REPOSITORY",
     ):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("GIT_AUTHOR_NAME", "Test")
@@ -95,3 +97,28 @@ def commit(root: Path, files: dict[str, str | bytes], message: str = "change") -
     write(root, files)
     git(root, "add", "-A")
     git(root, "commit", "-q", "-m", message)
+
+
+@pytest.fixture(scope="session")
+def postgres_server():
+    """One real PostgreSQL (pgvector) for the session; skipped, with the reason, where it cannot start."""
+    from .pgserver import PostgresUnavailable, start_postgres
+
+    try:
+        server = start_postgres()
+    except PostgresUnavailable as exc:
+        pytest.skip(str(exc))
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def postgres_url(postgres_server, request):
+    """A fresh database of that server for one test."""
+    import psycopg
+
+    name = "t_" + hashlib.sha1(request.node.nodeid.encode()).hexdigest()[:16]
+    with psycopg.connect(postgres_server.url(), autocommit=True) as conn:
+        conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+        conn.execute(f"CREATE DATABASE {name}")
+    return postgres_server.url(name)

@@ -453,17 +453,14 @@ def search_command(
         return
     progress = ProgressPrinter(not as_json)
     kb = _open(ctx, progress)
-    if build:
-        from ..store.engines import store_exists
-
-        if not store_exists(kb.root, "docs"):
-            try:
-                report = kb.reindex_all(on_progress=progress, embed=False)
-            finally:
-                progress.close()
-            click.echo(report_summary(report), err=True)
-            if report.chunks_pending and kb.embed_in_background():
-                click.echo("embedding in the background; answers gain vectors as they arrive", err=True)
+    if build and not kb.engine.exists("docs"):
+        try:
+            report = kb.reindex_all(on_progress=progress, embed=False)
+        finally:
+            progress.close()
+        click.echo(report_summary(report), err=True)
+        if report.chunks_pending and kb.embed_in_background():
+            click.echo("embedding in the background; answers gain vectors as they arrive", err=True)
     response = kb.search(request)
     if as_json:
         click.echo(json.dumps(search_to_dict(response), ensure_ascii=False, indent=2))

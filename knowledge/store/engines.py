@@ -1,29 +1,189 @@
-"""Which engine holds an index: the local one (SQLite + USearch under `.knowledge/`) is the default."""
+"""Which engine holds the indexes: the local one (SQLite + USearch under `.knowledge/`) by default, or a shared
+PostgreSQL database (`store = "postgresql://…"`) where one index per repository, branch and kind lives.
+"""
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
 
+from .. import git
+from ..errors import ConfigError
 from . import ChunkStore, Manifest, index_dir
 from .local import LocalStore
 from .local import remove_leftovers as remove_local_leftovers
 
+if TYPE_CHECKING:
+    from .postgres import IndexTarget
 
-def store_exists(root: Path, kind: str) -> bool:
-    return LocalStore.exists(root, kind)
-
-
-def open_store(root: Path, kind: str) -> ChunkStore:
-    return LocalStore.open(root, kind)
+DETACHED = "(detached)"
 
 
-def create_store(root: Path, kind: str, manifest: Manifest) -> LocalStore:
-    """A new, empty index that replaces the live one when published."""
-    return LocalStore.create(root, kind, manifest)
+class BuildingStore(ChunkStore, Protocol):
+    def publish(self) -> None:
+        """Swap the new index in for the live one, atomically."""
+        ...
 
 
-def remove_leftovers(root: Path) -> None:
-    """Files killed writers left in the index folder; call it holding the writer lock."""
-    folder = index_dir(root)
-    if folder.is_dir():
-        remove_local_leftovers(folder)
+class Engine(Protocol):
+    def present(self, kind: str) -> bool:
+        """Something of this kind is there (opening it says whether it is usable)."""
+        ...
+
+    def exists(self, kind: str) -> bool: ...
+
+    def open(self, kind: str) -> ChunkStore: ...
+
+    def create(self, kind: str, manifest: Manifest) -> BuildingStore:
+        """A new, empty index that replaces the live one when published."""
+        ...
+
+    def generation(self, kind: str) -> object:
+        """Changes whenever a rebuild swaps a new index in (so open stores know to reopen)."""
+        ...
+
+    def remove_leftovers(self) -> None:
+        """What killed writers left behind; call it holding the writer lock."""
+        ...
+
+    def describe(self) -> str: ...
+
+
+class LocalEngine:
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def present(self, kind: str) -> bool:
+        return LocalStore.exists(self.root, kind) or (index_dir(self.root) / f"{kind}.meta.json").exists()
+
+    def exists(self, kind: str) -> bool:
+        return LocalStore.exists(self.root, kind)
+
+    def open(self, kind: str) -> ChunkStore:
+        return LocalStore.open(self.root, kind)
+
+    def create(self, kind: str, manifest: Manifest) -> BuildingStore:
+        return LocalStore.create(self.root, kind, manifest)
+
+    def generation(self, kind: str) -> object:
+        try:
+            return (index_dir(self.root) / f"{kind}.sqlite").stat().st_ino
+        except OSError:
+            return -1
+
+    def remove_leftovers(self) -> None:
+        folder = index_dir(self.root)
+        if folder.is_dir():
+            remove_local_leftovers(folder)
+
+    def describe(self) -> str:
+        return "local"
+
+
+def repository_identity(root: Path, configured: str) -> str:
+    """`store_repository` when set, else the repository's first (root) commit: the same for every clone."""
+    if configured:
+        return configured
+    if git.repo_root(root) is not None:
+        try:
+            roots = sorted(git.run_git(root, "rev-list", "--max-parents=0", "HEAD").split())
+        except git.GitError:
+            roots = []
+        if roots:
+            return roots[0]
+    raise ConfigError(
+        f"{root}: a shared store needs the repository's identity: make a first commit or set `store_repository`"
+    )
+
+
+class BranchReader:
+    """The checked-out branch, read from the work tree's HEAD file on every call (a file read, no git process),
+    so a long-running server follows `git checkout` / `git switch` at once."""
+
+    def __init__(self, root: Path) -> None:
+        try:
+            self._head: Path | None = git.git_path(root, "HEAD") if git.repo_root(root) is not None else None
+        except git.GitError:
+            self._head = None
+
+    def __call__(self) -> str:
+        if self._head is None:
+            return DETACHED
+        try:
+            text = self._head.read_text(encoding="utf-8").strip()
+        except OSError:
+            return DETACHED
+        return text.removeprefix("ref: refs/heads/") if text.startswith("ref: refs/heads/") else DETACHED
+
+
+class PostgresEngine:
+    """Indexes of (repository, branch) in a shared PostgreSQL database; each open store has its own connection."""
+
+    def __init__(self, root: Path, url: str, repository: str) -> None:
+        self.root = root
+        self.url = url
+        self.repository = repository_identity(root, repository)
+        self._branch = BranchReader(root)
+        self._conn: Any = None
+        self._lock = threading.Lock()
+
+    def _target(self, kind: str) -> IndexTarget:
+        from .postgres import IndexTarget
+
+        return IndexTarget(self.url, self.repository, self.branch, kind)
+
+    @property
+    def branch(self) -> str:
+        return self._branch()
+
+    def _shared(self) -> Any:  # noqa: ANN401 - a psycopg connection
+        from .postgres import connect
+
+        if self._conn is None or self._conn.closed:
+            self._conn = connect(self.url)
+        return self._conn
+
+    def present(self, kind: str) -> bool:
+        return self.exists(kind)
+
+    def exists(self, kind: str) -> bool:
+        from .postgres import live_index_id
+
+        with self._lock:
+            return live_index_id(self._shared(), self._target(kind)) is not None
+
+    def open(self, kind: str) -> ChunkStore:
+        from .postgres import PostgresStore, connect
+
+        return PostgresStore.open(self._target(kind), connect(self.url))
+
+    def create(self, kind: str, manifest: Manifest) -> BuildingStore:
+        from .postgres import PostgresStore, connect
+
+        return PostgresStore.create(self._target(kind), connect(self.url), manifest)
+
+    def generation(self, kind: str) -> object:
+        from .postgres import live_index_id
+
+        target = self._target(kind)
+        with self._lock:
+            return (target.branch, live_index_id(self._shared(), target))
+
+    def remove_leftovers(self) -> None:
+        from .postgres import remove_abandoned
+
+        with self._lock:
+            remove_abandoned(self._shared())
+
+    def describe(self) -> str:
+        from .postgres import redacted
+
+        return f"{redacted(self.url)} (repository {self.repository[:12]}, branch {self.branch})"
+
+
+def engine_for(root: Path, store: str, repository: str = "") -> Engine:
+    """The engine the `store` setting names ("" or "local": the local one)."""
+    if store in {"", "local"}:
+        return LocalEngine(root)
+    return PostgresEngine(root, store, repository)

