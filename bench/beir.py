@@ -17,8 +17,9 @@ import json
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -42,9 +43,15 @@ from knowledge.store.local import LocalStore
 TOP = 100
 
 
+def local_store(root: Path, manifest: Manifest) -> LocalStore:
+    return LocalStore.create(root, "docs", manifest)
+
+
 @contextlib.contextmanager
-def model_index(data: BeirSet, model: str, variant: str, home: Path) -> Iterator[tuple]:
-    """The corpus embedded MTEB's way, in a real local store (vectors and BM25) in a temp folder."""
+def model_index(
+    data: BeirSet, model: str, variant: str, home: Path, make_store: Callable[[Path, Manifest], Any] = local_store
+) -> Iterator[tuple]:
+    """The corpus embedded MTEB's way, in a real store (vectors and BM25; local unless `make_store` says otherwise)."""
     embedder = load_embedder(model, home, variant)
     ids = list(data.corpus)
     texts = [mteb_text(*data.corpus[i]) for i in ids]
@@ -71,7 +78,7 @@ def model_index(data: BeirSet, model: str, variant: str, home: Path) -> Iterator
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         manifest = Manifest(2, "bench", model, variant, embedder.dims, "cos", 0, embedder.fingerprint, -1.0, 1.0, "")
-        store = LocalStore.create(root, "docs", manifest)
+        store = make_store(root, manifest)
         started = time.monotonic()
         store.apply(Change(frozenset(), [NewChunk(c, v) for c, v in zip(chunks, vectors, strict=True)]))
         store.publish()
@@ -98,9 +105,15 @@ def rank(method: str, index: KindIndex, query: str, vector: np.ndarray, params: 
 
 
 def run_model_mode(
-    data: BeirSet, model: str, variant: str, home: Path, method: str = "dense", params: FusionParams = DEFAULT_FUSION
+    data: BeirSet,
+    model: str,
+    variant: str,
+    home: Path,
+    method: str = "dense",
+    params: FusionParams = DEFAULT_FUSION,
+    make_store: Callable[[Path, Manifest], Any] = local_store,
 ) -> tuple[dict[str, list[str]], dict]:
-    with model_index(data, model, variant, home) as (embedder, index, info):
+    with model_index(data, model, variant, home, make_store) as (embedder, index, info):
         started = time.monotonic()
         runs = {
             qid: rank(method, index, text, embedder.embed_query(text), params) for qid, text in data.queries.items()

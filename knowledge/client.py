@@ -54,5 +54,8 @@ class RemoteBackend:
     def docs_for_file(self, params: dict[str, Any]) -> dict[str, Any]:
         return self._call("POST", "/v1/docs-for-file", params)
 
+    def docs_for(self, params: dict[str, Any]) -> dict[str, Any]:
+        return self._call("POST", "/v1/docs-for", params)
+
     def reindex(self, params: dict[str, Any]) -> dict[str, Any]:
         return self._call("POST", "/v1/reindex", params)

@@ -156,3 +156,65 @@ def is_ignored(root: Path, rel: str) -> bool:
         ["git", "check-ignore", "-q", "--", rel], cwd=root, env=_env(), capture_output=True, check=False
     )
     return result.returncode == 0
+
+
+def blame_commits(root: Path, path: str, rev: str = "HEAD") -> tuple[list[str], dict[str, int]]:
+    """The commit of every line of `path` at `rev` (index 0 is line 1) and each commit's committer time."""
+    out = run_git(root, "blame", "--porcelain", rev, "--", path)
+    lines: list[str] = []
+    times: dict[str, int] = {}
+    current = ""
+    for line in out.split("\n"):
+        head = line.split(" ")
+        if len(head) >= 3 and len(head[0]) == 40 and head[1].isdigit() and head[2].isdigit():
+            current = head[0]
+            final = int(head[2])
+            lines.extend([""] * (final - len(lines)))
+            lines[final - 1] = current
+        elif line.startswith("committer-time "):
+            times[current] = int(line.split(" ", 1)[1])
+    return lines, times
+
+
+def commits_touching(root: Path, base: str | None, head: str, path: str) -> list[tuple[str, str]]:
+    """(commit, subject) of the commits after `base` up to `head` that touch `path`, newest first."""
+    span = f"{base}..{head}" if base else head
+    out = run_git(root, "log", "--format=%H%x00%s", span, "--", path)
+    return [tuple(line.split("\0", 1)) for line in out.splitlines() if "\0" in line]  # type: ignore[misc]
+
+
+def file_at(root: Path, rev: str, path: str) -> str | None:
+    try:
+        return run_git(root, "show", f"{rev}:{path}")
+    except subprocess.CalledProcessError:
+        return None
+
+
+def tracked_at(root: Path, rev: str) -> set[str]:
+    return {name for name in run_git(root, "ls-tree", "-r", "-z", "--name-only", rev).split("\0") if name}
+
+
+def renames(root: Path, old: str, new: str) -> dict[str, str]:
+    """old path -> new path for the files renamed between two commits."""
+    out = run_git(root, "diff", "--name-status", "-z", "-M", "--no-ext-diff", "--diff-filter=R", old, new)
+    fields = [f for f in out.split("\0") if f]
+    return {fields[i + 1]: fields[i + 2] for i in range(0, len(fields) - 2, 3) if fields[i].startswith("R")}
+
+
+def changed_lines(root: Path, old: str, new: str, path: str) -> int:
+    out = run_git(root, "diff", "--numstat", "--no-ext-diff", old, new, "--", path)
+    total = 0
+    for line in out.splitlines():
+        added, removed, _ = ([*line.split("\t"), "", "", ""])[:3]
+        total += int(added) if added.isdigit() else 0
+        total += int(removed) if removed.isdigit() else 0
+    return total
+
+
+def grep_files(root: Path, rev: str, word: str) -> list[str]:
+    """Files at `rev` containing `word` as a whole word."""
+    try:
+        out = run_git(root, "grep", "-l", "-w", "-z", "-F", word, rev, "--")
+    except subprocess.CalledProcessError:  # exit 1: no match
+        return []
+    return [name.split(":", 1)[1] for name in out.split("\0") if ":" in name]

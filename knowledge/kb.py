@@ -4,6 +4,7 @@ something must be embedded (or a query must be, once vectors exist)."""
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import subprocess
@@ -12,10 +13,13 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from . import git
 from .config import Settings, load_settings
 from .corpus import KINDS, candidate_paths, read_source, redactor, regular_file
+from .docs_for import docs_for
+from .drift import find_drift
 from .embedding import model_spec
 from .errors import (
     IndexCorruptError,
@@ -24,17 +28,35 @@ from .errors import (
     KnowledgeError,
     PathOutsideRepositoryError,
 )
-from .fs import file_lock, is_locked
+from .findability import TOP
+from .findability import evaluate as evaluate_findability
+from .fs import atomic_write, file_lock, is_locked
 from .git import repo_root
 from .indexer import EmbedResult, Indexer, ProgressCallback, embed_pending, index_fingerprint, open_cache
 from .kind import KindIndex
 from .model_access import EmbedderFactory, ModelAccess
-from .records import FileProblem, IndexReport, IndexStatus, SearchHit, SearchResponse, SourceText
+from .records import (
+    Chunk,
+    DriftItem,
+    FileProblem,
+    FindabilityReport,
+    IndexReport,
+    IndexStatus,
+    SearchHit,
+    SearchResponse,
+    SourceText,
+)
 from .request import SearchRequest
 from .search import resolve_options, search
 from .secrets import REDACTION_NOTE
 from .store import embed_lock_path, index_dir, lock_path
 from .store.engines import Engine, engine_for
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+DRIFT_FILE = "drift.json"
 
 
 def _merge(reports: list[IndexReport], started: float) -> IndexReport:
@@ -286,7 +308,78 @@ class KnowledgeBase:
             embed_query = None
         manifest = sources[0].store.manifest
         options = resolve_options(request, self.settings, (manifest.threshold, manifest.full_threshold))
-        return search(sources, embed_query, self.model.count_tokens, request.query, options, self.is_stale)
+        response = search(sources, embed_query, self.model.count_tokens, request.query, options, self.is_stale)
+        notes = self._drift_notes() if any(hit.kind == "doc" for hit in response.results) else {}
+        if not notes:
+            return response
+        return replace(response, results=tuple(replace(h, drift=notes.get(h.id)) for h in response.results))
+
+    # ---- docs that check themselves -----------------------------------------------------------------------------
+    def _code_chunks(self) -> dict[int, Chunk]:
+        return self.index("code").all_chunks() if self.engine.present("code") else {}
+
+    def drift(self, since: str | None = None) -> list[DriftItem]:
+        """Doc sections whose referenced code moved on, and references that no longer resolve (worst first).
+        The whole-history answer is kept in `.knowledge/drift.json` so search results can carry it."""
+        docs = self.index("docs")
+        items = find_drift(self.root, docs.all_chunks(), self._code_chunks(), since)
+        if since is None:
+            notes: dict[str, str] = {}
+            for item in items:
+                notes.setdefault(item.chunk_id, item.summary)
+            path = index_dir(self.root) / DRIFT_FILE
+            with contextlib.suppress(OSError):
+                atomic_write(path, json.dumps({"commit": docs.commit, "version": docs.store.version(), "notes": notes}))
+        return items
+
+    def _drift_notes(self) -> dict[str, str]:
+        """chunk id -> drift summary, from the last `drift` run if the docs index has not moved since."""
+        try:
+            data = json.loads((index_dir(self.root) / DRIFT_FILE).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+        docs = self.index("docs")
+        if data.get("commit") != docs.commit or data.get("version") != docs.store.version():
+            return {}
+        return dict(data.get("notes", {}))
+
+    def docs_for(self, target: str) -> list[SearchHit]:
+        """Doc sections referring to a file (`PATH`), the entity at a line (`PATH:LINE`) or a symbol; metadata only."""
+        docs = self.index("docs")
+        known = set(docs.store.files()) | {p for p in (target.rpartition(":")[0], target) if (self.root / p).is_file()}
+        return docs_for(target, docs.all_chunks(), self._code_chunks(), known)
+
+    def findability(self) -> FindabilityReport:
+        """Each doc's description and section titles asked as queries: where does the doc itself rank?"""
+        cache = open_cache(self.settings, self.model.identity())
+        embedder = self.model.embedder() if any(i.coverage().embedded for i in self.indexes(("docs",))) else None
+
+        def embed_query(text: str) -> npt.NDArray[np.float32]:
+            assert embedder is not None
+            key = "query:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
+            known = cache.get_many([key]).get(key) if cache is not None else None
+            if known is not None:
+                return known
+            vector = embedder.embed_query(text)
+            if cache is not None:
+                cache.put_many({key: vector})
+            return vector
+
+        sources = self.indexes(("docs",))
+        manifest = sources[0].store.manifest
+        request = SearchRequest("findability", kind="docs", k=TOP, threshold=-1.0, metadata_only=True, budget=50_000)
+        options = resolve_options(request, self.settings, (manifest.threshold, manifest.full_threshold))
+        count = self.model.count_tokens
+
+        def ranked(query: str) -> list[str]:
+            answer = search(sources, embed_query if embedder else None, count, query, options, lambda p: False)
+            return [hit.path for hit in answer.results]
+
+        try:
+            return evaluate_findability(sources[0].all_chunks(), ranked)
+        finally:
+            if cache is not None:
+                cache.close()
 
     def _model_mismatch(self, index: KindIndex) -> IndexIncompatibleError:
         manifest = index.store.manifest
@@ -364,32 +457,11 @@ class KnowledgeBase:
         raise KnowledgeError(f"{chunk_id}: no chunk with this id in the index")
 
     def docs_for_file(self, path: str) -> list[SearchHit]:
-        """Doc sections that mention `path` (or its file name): metadata only, no embedding needed."""
-        rel = self.relative_path(path, self.root)
-        name = rel.rsplit("/", 1)[-1]
-        hits: list[SearchHit] = []
-        for chunk in self.index("docs").all_chunks().values():
-            if chunk.path == rel:
-                continue
-            exact = rel in chunk.content
-            if exact or name in chunk.content:
-                hits.append(
-                    SearchHit(
-                        id=chunk.id,
-                        path=chunk.path,
-                        kind=chunk.kind,
-                        score=1.0 if exact else 0.5,
-                        title=chunk.title,
-                        description=chunk.description,
-                        section=chunk.section,
-                        line_start=chunk.line_start,
-                        line_end=chunk.line_end,
-                        content=None,
-                        tokens=0,
-                        commit=chunk.commit,
-                    )
-                )
-        return sorted(hits, key=lambda h: (-(h.score or 0), h.path, h.line_start))
+        """Doc sections that refer to or mention `path` (a file, or `PATH:LINE`): metadata only, no model needed."""
+        file, _, line = str(path).rpartition(":")
+        if line.isdigit() and file:
+            return self.docs_for(f"{self.relative_path(file, self.root)}:{line}")
+        return self.docs_for(self.relative_path(path, self.root))
 
     def relative_path(self, path: str | Path, base: Path | None = None) -> str:
         """`path` (absolute, or relative to `base`) as a repository-relative POSIX path; refuses escapes."""

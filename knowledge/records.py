@@ -41,6 +41,7 @@ class Chunk:
     decorators: tuple[str, ...] = ()
     exported: bool | None = None  # None where the language has no such notion
     calls: tuple[str, ...] = ()  # names this entity calls
+    references: tuple[str, ...] = ()  # docs: what the section links to or names (see references.py)
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +97,8 @@ class SearchHit:
     calls: tuple[dict[str, str | int], ...] | None = None  # {name, path, line} of what it calls (resolved names)
     called_by: tuple[dict[str, str | int], ...] | None = None  # {name, path, line} of what calls it
     neighbour_of: str | None = None  # with --expand: "callee of ID" or "caller of ID" (ID: the top code hit)
+    drift: str | None = None  # docs: what the section's referenced code did since the section last changed
+    reference: str | None = None  # docs-for: the reference that ties the section to what was asked
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,3 +165,46 @@ class SourceText:
     total_lines: int
     lines: tuple[str, ...]
     note: str | None = None  # e.g. the file changed since the chunk asked for was indexed
+
+
+@dataclass(frozen=True, slots=True)
+class DriftItem:
+    """A doc section whose reference moved on after the section last changed, or no longer resolves."""
+
+    path: str  # the doc
+    section: str
+    chunk_id: str
+    line_start: int
+    line_end: int
+    section_commit: str  # the newest commit among the section's lines
+    reference: str  # as references.py writes it: link:…, path:…, symbol:…
+    status: str  # "changed" (the code moved on) or "broken" (the reference no longer resolves)
+    summary: str  # one line: what changed
+    commits: tuple[tuple[str, str], ...] = ()  # (commit, subject), newest first
+    changed_lines: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Probe:
+    doc: str
+    source: str  # "description" or "title"
+    query: str
+    rank: int | None  # 1-based rank of the doc among distinct docs in the answer; None when not in the top TOP
+    outranked_by: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Figures:
+    queries: int
+    recall_at_1: float
+    recall_at_5: float
+    mrr: float
+
+
+@dataclass(frozen=True, slots=True)
+class FindabilityReport:
+    description: Figures
+    title: Figures
+    probes: tuple[Probe, ...]
+    seconds: float
+    lost: tuple[Probe, ...] = field(default_factory=tuple)  # descriptions that do not find their own doc first

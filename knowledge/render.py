@@ -5,7 +5,16 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
-from .records import FileProblem, IndexReport, IndexStatus, SearchHit, SearchResponse, SourceText
+from .records import (
+    DriftItem,
+    FileProblem,
+    FindabilityReport,
+    IndexReport,
+    IndexStatus,
+    SearchHit,
+    SearchResponse,
+    SourceText,
+)
 
 SEARCH_FORMAT_VERSION = 1
 
@@ -39,6 +48,8 @@ def search_to_text(response: SearchResponse) -> str:
         score = "lex  " if hit.score is None else f"{hit.score:.3f}"
         stale = "  [stale: file changed since indexing]" if hit.stale else ""
         out.append(f"[{score}] {hit.path}:{hit.line_start}-{hit.line_end}  {what}{via}{stale}")
+        if hit.drift:
+            out.append(f"        drift: {hit.drift}")
         for label, refs in (("calls", hit.calls), ("called by", hit.called_by)):
             if refs:
                 out.append(f"        {label}: " + ", ".join(f"{r['name']} ({r['path']}:{r['line']})" for r in refs[:5]))
@@ -180,3 +191,63 @@ def search_from_dict(data: dict[str, Any]) -> SearchResponse:
         model=data["model"],
         dense_coverage=data.get("dense_coverage", 1.0),
     )
+
+
+def drift_to_dict(items: list[DriftItem]) -> dict[str, Any]:
+    return {
+        "format_version": SEARCH_FORMAT_VERSION,
+        "broken": sum(1 for i in items if i.status == "broken"),
+        "changed": sum(1 for i in items if i.status == "changed"),
+        "items": [{**asdict(i), "commits": [{"commit": c, "subject": s} for c, s in i.commits]} for i in items],
+    }
+
+
+def drift_to_text(items: list[DriftItem]) -> str:
+    if not items:
+        return "No drift: every doc reference is where the docs say, and unchanged since the docs were.\n"
+    out = []
+    for item in items:
+        out.append(f"{item.status:7}  {item.path}:{item.line_start}-{item.line_end}  {item.section}")
+        out.append(f"         {item.summary}")
+        for commit, subject in item.commits[:5]:
+            out.append(f"         {commit[:10]} {subject}")
+    broken = sum(1 for i in items if i.status == "broken")
+    out.append(f"{broken} broken reference(s), {len(items) - broken} changed since the docs were written")
+    return "\n".join(out) + "\n"
+
+
+def hits_to_text(hits: list[SearchHit]) -> str:
+    """One line per doc section: where it is and the reference that ties it to what was asked."""
+    if not hits:
+        return "No doc section refers to it.\n"
+    return "".join(
+        f"{hit.path}:{hit.line_start}-{hit.line_end}  {hit.section or hit.title}  ({hit.reference})\n" for hit in hits
+    )
+
+
+def findability_to_dict(report: FindabilityReport) -> dict[str, Any]:
+    return {
+        "format_version": SEARCH_FORMAT_VERSION,
+        "description": asdict(report.description),
+        "title": asdict(report.title),
+        "seconds": report.seconds,
+        "lost": [asdict(p) for p in report.lost],
+        "probes": [asdict(p) for p in report.probes],
+    }
+
+
+def findability_to_text(report: FindabilityReport) -> str:
+    out = []
+    for name, figures in (("descriptions", report.description), ("section titles", report.title)):
+        out.append(
+            f"{name:15} {figures.queries:4} queries  recall@1 {figures.recall_at_1:.3f}  "
+            f"recall@5 {figures.recall_at_5:.3f}  MRR {figures.mrr:.3f}"
+        )
+    if report.lost:
+        out.append(f"{len(report.lost)} doc(s) their own description does not find first:")
+        for probe in report.lost:
+            where = f"rank {probe.rank}" if probe.rank else "not in the top 10"
+            out.append(f"  {probe.doc} ({where}); above it: {', '.join(probe.outranked_by) or '-'}")
+            out.append(f"      description: {probe.query}")
+    out.append(f"{report.seconds:.1f} s")
+    return "\n".join(out) + "\n"

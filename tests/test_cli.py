@@ -54,6 +54,8 @@ def test_reindex_then_search_json_schema(docs_repo):
         "calls",
         "called_by",
         "neighbour_of",
+        "drift",
+        "reference",
     }
     assert top["id"] == "docs/search.md#token-budget"
     assert top["section"] == "Searching > Token budget"

@@ -17,6 +17,9 @@ LAYERS = {
         "knowledge.search",
         "knowledge.kind",
         "knowledge.hooks",
+        "knowledge.drift",
+        "knowledge.docs_for",
+        "knowledge.findability",
         "knowledge.ranking",
     ),
     "adapters": ("knowledge.store", "knowledge.embedding", "knowledge.git", "knowledge.corpus", "knowledge.chunking"),
@@ -32,6 +35,7 @@ LAYERS = {
         "knowledge.request",
         "knowledge.version",
         "knowledge.secrets",
+        "knowledge.references",
     ),
 }
 ORDER = list(LAYERS)

@@ -45,7 +45,7 @@ def test_mcp_stdio_tools(git_repo, monkeypatch):
     env = {"KNOWLEDGE_HOME": home, "KNOWLEDGE_MODEL": "all-MiniLM-L6-v2", "PATH": os.environ["PATH"]}
     tools, search, source, outside = asyncio.run(session_calls(git_repo, env))
     by_name = {tool.name: tool for tool in tools.tools}
-    assert set(by_name) == {"search", "get_source", "status", "docs_for_file", "reindex"}
+    assert set(by_name) == {"search", "get_source", "status", "docs_for_file", "docs_for", "reindex"}
     assert by_name["search"].annotations.read_only_hint is True
     assert by_name["reindex"].annotations.read_only_hint is False
     assert "budget" in by_name["search"].description

@@ -14,9 +14,10 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from ..records import Chunk, FileProblem, SourceFile
+from ..references import extract, from_front_matter
 from .ids import unique_chunk_id
 
-CHUNKER_VERSION = 2
+CHUNKER_VERSION = 3  # 3: sections record their references
 OVERLAP_TOKENS = 32
 _ATX = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
@@ -264,6 +265,7 @@ def chunk_markdown(source: SourceFile, max_tokens: int, count_tokens: Callable[[
     )
     chunks: list[Chunk] = []
     used_ids: set[str] = set()
+    doc_references = from_front_matter(data)
     for section in sections:
         heading_only = len(section.lines) <= (2 if section.lines[1:2] and _SETEXT.match(section.lines[1]) else 1)
         if not "".join(section.lines).strip() or (section.path and heading_only):
@@ -300,6 +302,9 @@ def chunk_markdown(source: SourceFile, max_tokens: int, count_tokens: Callable[[
                     embed_text=embed_text,
                     content_hash=hashlib.sha256(embed_text.encode("utf-8")).hexdigest(),
                     tags=meta.tags,
+                    references=tuple(
+                        dict.fromkeys((doc_references if not chunks else ()) + extract(content, source.path))
+                    ),
                 )
             )
     return ParsedDoc(meta=meta, chunks=chunks, problems=problems)

@@ -501,6 +501,49 @@ def lint_command(ctx: click.Context) -> None:
         ctx.exit(EXIT_PROBLEMS)
 
 
+@cli.command("drift")
+@click.option("--since", metavar="REV", help="Only drift that commits after REV brought in.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_context
+def drift_command(ctx: click.Context, since: str | None, as_json: bool) -> None:
+    """Doc sections whose referenced code changed after them, and references that no longer resolve; exit 1 if any
+    reference is broken (a deleted or moved file, a renamed or removed function).
+
+    \b
+    knowledge drift
+    knowledge drift --since origin/main --json
+    """
+    from ..render import drift_to_dict, drift_to_text
+
+    items = _open(ctx).drift(since)
+    if as_json:
+        click.echo(json.dumps(drift_to_dict(items), ensure_ascii=False, indent=2))
+    else:
+        click.echo(drift_to_text(items), nl=False)
+    if any(item.status == "broken" for item in items):
+        ctx.exit(EXIT_PROBLEMS)
+
+
+@cli.command("eval")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_context
+def eval_command(ctx: click.Context, as_json: bool) -> None:
+    """Can each doc be found by its own description and section titles? Recall@1/@5 and MRR, and the docs their
+    description does not find first, with the docs that outrank them.
+
+    \b
+    knowledge eval
+    knowledge eval --json
+    """
+    from ..render import findability_to_dict, findability_to_text
+
+    report = _open(ctx).findability()
+    if as_json:
+        click.echo(json.dumps(findability_to_dict(report), ensure_ascii=False, indent=2))
+    else:
+        click.echo(findability_to_text(report), nl=False)
+
+
 @cli.command("config")
 @click.pass_context
 def config_command(ctx: click.Context) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -133,6 +134,41 @@ def serve_command(
         if freshener is not None:
             freshener.stop()
         server.server_close()
+
+
+@cli.command("docs-for")
+@click.argument("target")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.option("--remote", metavar="URL", help="Ask a `knowledge serve` at URL (token from KNOWLEDGE_TOKEN).")
+@click.pass_context
+def docs_for_command(ctx: click.Context, target: str, as_json: bool, remote: str | None) -> None:
+    """Doc sections that refer to code: TARGET is PATH, PATH:LINE (the entity there) or a SYMBOL. Metadata only.
+
+    \b
+    knowledge docs-for knowledge/kb.py
+    knowledge docs-for knowledge/kb.py:120
+    knowledge docs-for KnowledgeBase.search
+    """
+    path, _, line = target.rpartition(":")
+    on_disk = Path(path if line.isdigit() and path else target)
+    if not remote and on_disk.exists():  # a path relative to here: the servers want it relative to the root
+        from . import _root
+
+        root = _root(ctx)
+        with contextlib.suppress(ValueError):
+            rel = on_disk.resolve().relative_to(root).as_posix()
+            target = f"{rel}:{line}" if line.isdigit() and path else rel
+    params = {"target": target}
+    data = None if remote else _daemon(ctx, "POST", "/v1/docs-for", params)
+    if data is None:
+        data = _backend(ctx, remote).docs_for(params)
+    if as_json:
+        click.echo(json.dumps(data, ensure_ascii=False, indent=2))
+        return
+    from ..records import SearchHit
+    from ..render import hits_to_text
+
+    click.echo(hits_to_text([SearchHit(**hit) for hit in data["results"]]), nl=False)
 
 
 @cli.command("mcp")

@@ -25,6 +25,8 @@ class Backend(Protocol):
 
     def docs_for_file(self, params: dict[str, Any]) -> dict[str, Any]: ...
 
+    def docs_for(self, params: dict[str, Any]) -> dict[str, Any]: ...
+
     def reindex(self, params: dict[str, Any]) -> dict[str, Any]: ...
 
 
@@ -75,6 +77,9 @@ class LocalBackend:
 
     def docs_for_file(self, params: dict[str, Any]) -> dict[str, Any]:
         return hits_to_dict(self.kb.docs_for_file(_str(params, "path") or ""))
+
+    def docs_for(self, params: dict[str, Any]) -> dict[str, Any]:
+        return hits_to_dict(self.kb.docs_for(_str(params, "target") or ""))
 
     def reindex(self, params: dict[str, Any]) -> dict[str, Any]:
         with self._reindex_lock:

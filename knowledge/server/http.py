@@ -50,6 +50,7 @@ def _routes(backend: Backend) -> dict[tuple[str, str], Callable[[dict[str, Any]]
         ("POST", "/v1/source"): backend.source,
         ("GET", "/v1/status"): lambda _body: backend.status(),
         ("POST", "/v1/docs-for-file"): backend.docs_for_file,
+        ("POST", "/v1/docs-for"): backend.docs_for,
         ("POST", "/v1/reindex"): backend.reindex,
     }
 

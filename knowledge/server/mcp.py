@@ -14,8 +14,9 @@ from .backend import Backend
 
 INSTRUCTIONS = """Search this repository's documentation by meaning. Start with `search`: results come ranked by
 cosine similarity, strong matches carry their text and weaker ones metadata only (path, section, line range), all
-inside a token budget. Follow a metadata result with `get_source` for its exact lines. `docs_for_file` finds the docs
-that mention a file before you change it. Cite results as path:line_start-line_end."""
+inside a token budget. Follow a metadata result with `get_source` for its exact lines. `docs_for` finds the doc
+sections that refer to a file, a line's function or a symbol before you change it. Cite results as
+path:line_start-line_end."""
 
 SEARCH_DOC = """Find the doc sections and code that answer a natural-language question (or name).
 
@@ -48,7 +49,7 @@ def _call(operation: Callable[[], dict[str, Any]]) -> str:
 
 
 def build_server(backend: Backend) -> Any:  # noqa: ANN401 - mcp.server.mcpserver.MCPServer
-    """An MCPServer exposing search, get_source, status, docs_for_file and reindex over `backend`."""
+    """An MCPServer exposing search, get_source, status, docs_for_file, docs_for and reindex over `backend`."""
     try:
         from mcp.server.mcpserver import MCPServer
         from mcp_types import ToolAnnotations
@@ -112,6 +113,12 @@ def build_server(backend: Backend) -> Any:  # noqa: ANN401 - mcp.server.mcpserve
     def docs_for_file(path: str) -> str:
         """Doc sections that mention a file path (or its name): metadata only, no embedding, cheap."""
         return _call(lambda: backend.docs_for_file({"path": path}))
+
+    @server.tool(annotations=read_only)
+    def docs_for(target: str) -> str:
+        """Doc sections that refer to code before you change it: `target` is a file path, `path:LINE` (the entity
+        at that line) or a symbol (`KnowledgeBase.search`). Metadata only, no embedding, cheap."""
+        return _call(lambda: backend.docs_for({"target": target}))
 
     @server.tool(
         annotations=ToolAnnotations(

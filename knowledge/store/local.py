@@ -86,6 +86,7 @@ def _chunk_from_json(text: str) -> Chunk:
             "tags": tuple(data.get("tags", ())),
             "decorators": tuple(data.get("decorators", ())),
             "calls": tuple(data.get("calls", ())),
+            "references": tuple(data.get("references", ())),
             "embed_text": "",
         }
     )

@@ -201,10 +201,11 @@ def tsvector_text(terms: Sequence[str]) -> tuple[str, int]:
     """A tsvector literal of the stemmed terms with their positions, and how many terms there were."""
     if not terms:
         return "", 0
-    with _porter() as porter:
-        stems = porter.stemWords(list(terms))
+    stems = _stem_all(terms)
     positions: dict[str, list[int]] = {}
     for offset, stem in enumerate(stems):
+        if not stem:
+            continue
         places = positions.setdefault(stem, [])
         if len(places) < 256:
             places.append(min(offset + 1, MAX_POSITION))
@@ -212,9 +213,14 @@ def tsvector_text(terms: Sequence[str]) -> tuple[str, int]:
     return literal, len(stems)
 
 
-def _stems(terms: Sequence[str]) -> list[str]:
+def _stem_all(terms: Sequence[str]) -> list[str]:
+    """Porter stems as SQLite FTS5's `porter` tokenizer makes them: tokens under 3 or over 64 characters pass as is."""
     with _porter() as porter:
-        return list(dict.fromkeys(porter.stemWords(list(terms))))
+        return [porter.stemWord(t) if 3 <= len(t) <= 64 else t for t in terms]
+
+
+def _stems(terms: Sequence[str]) -> list[str]:
+    return [stem for stem in dict.fromkeys(_stem_all(terms)) if stem]
 
 
 def symbol_key(chunk: Chunk) -> str | None:
@@ -244,6 +250,7 @@ def _chunk_from_data(data: dict[str, Any]) -> Chunk:
             "tags": tuple(data.get("tags", ())),
             "decorators": tuple(data.get("decorators", ())),
             "calls": tuple(data.get("calls", ())),
+            "references": tuple(data.get("references", ())),
             "embed_text": "",
         }
     )
