@@ -92,8 +92,19 @@ DEFAULT_SECRET_FILES = (
     "secrets.json",
 )
 
+# Test fixture data: sample inputs, not the project's code or docs (both kinds; `exclude`/`code_exclude` replace or
+# add to them).
+DEFAULT_FIXTURE_EXCLUDE = (
+    "**/testdata/**",
+    "**/test_data/**",
+    "**/tests/data/**",
+    "**/test/data/**",
+    "**/fixtures/**",
+    "**/__fixtures__/**",
+)
 # Generated, vendored and lock files: configurable with `code_exclude`.
 DEFAULT_CODE_EXCLUDE = (
+    *DEFAULT_FIXTURE_EXCLUDE,
     "**/node_modules/**",
     "**/vendor/**",
     "**/third_party/**",
@@ -122,7 +133,7 @@ class Settings:
     model_variant: str = "fp32"
     home: Path = Path()
     include: tuple[str, ...] = DEFAULT_DOC_INCLUDE
-    exclude: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = DEFAULT_FIXTURE_EXCLUDE
     code_include: tuple[str, ...] = DEFAULT_CODE_INCLUDE
     code_exclude: tuple[str, ...] = DEFAULT_CODE_EXCLUDE
     max_file_bytes: int = 2_000_000

@@ -16,6 +16,7 @@ from .config import Settings
 from .corpus import glob_to_regex, matches_any
 from .kind import KindIndex
 from .lexical import identifiers, terms
+from .pieces import group_key, merge
 from .ranking import DEFAULT_RULES, RULE_NAMES, RankingRules, apply_rules, asked_names, diversify
 from .records import Chunk, SearchHit, SearchResponse
 from .request import SearchRequest
@@ -229,6 +230,8 @@ def search(
             stale[path] = is_stale(path)
         return stale[path]
 
+    if not options.files_only:
+        above = _one_per_entity(above, by_index, options.k)
     if options.files_only:  # the best chunk of each file stands for it
         for index in sources:
             keys = [c.key for c, owner in above if owner is index and c.key not in by_index[id(index)]]
@@ -297,6 +300,40 @@ def search(
         model=sources[0].store.manifest.model_id if sources else "",
         dense_coverage=1.0 if total == 0 else round(embedded / total, 4),
     )
+
+
+def _one_per_entity(
+    above: list[tuple[Candidate, KindIndex]], by_index: dict[int, dict[int, Chunk]], k: int
+) -> list[tuple[Candidate, KindIndex]]:
+    """Parts of one entity or section among the first `k` results become one result at the best part's place, with
+    the entity's whole text and line range (parts not ranked are read from the store)."""
+    groups: dict[tuple[int, str], list[int]] = {}
+    position = 0
+    while position < len(above) and len(groups) < k:
+        batch = above[position : position + 4 * k]
+        for index in {id(owner): owner for _, owner in batch}.values():
+            keys = [c.key for c, owner in batch if owner is index and c.key not in by_index[id(index)]]
+            if keys:
+                by_index[id(index)].update(index.store.chunks(keys))
+        for offset, (candidate, index) in enumerate(batch):
+            chunk = by_index[id(index)].get(candidate.key)
+            key = (id(index), group_key(chunk.id) if chunk is not None else f"#{candidate.key}")
+            if key in groups or len(groups) < k:
+                groups.setdefault(key, []).append(position + offset)
+        position += len(batch)
+    dropped: set[int] = set()
+    for (owner, key), positions in groups.items():
+        if len(positions) < 2:
+            continue
+        best, index = above[positions[0]]
+        first = by_index[owner][best.key]
+        parts = [chunk for chunk in index.store.chunks_of_path(first.path) if group_key(chunk.id) == key]
+        by_index[owner][best.key] = merge(parts or [first])
+        cosines = [above[p][0].cosine for p in positions if above[p][0].cosine is not None]
+        best.cosine = max(cosines) if cosines else best.cosine
+        dropped.update(positions[1:])
+    kept = [item for n, item in enumerate(above[:position]) if n not in dropped]
+    return kept + above[position:]
 
 
 def _lexical_only_kept(candidate: Candidate) -> bool:

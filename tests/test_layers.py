@@ -21,6 +21,7 @@ LAYERS = {
         "knowledge.docs_for",
         "knowledge.findability",
         "knowledge.ranking",
+        "knowledge.pieces",
     ),
     "adapters": ("knowledge.store", "knowledge.embedding", "knowledge.git", "knowledge.corpus", "knowledge.chunking"),
     "leaves": (

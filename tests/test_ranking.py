@@ -134,3 +134,36 @@ def test_files_lists_each_matching_file_once_best_first(git_repo):
     answer = LocalBackend(kb).search({"query": "retry call", "threshold": -1, "files_only": True})
     assert [hit["path"] for hit in answer["results"]] == listed
     assert all(hit["content"] is None for hit in answer["results"])
+
+
+def test_parts_of_one_section_or_function_come_back_as_one_result(git_repo):
+    from knowledge.kb import KnowledgeBase
+
+    from .conftest import HashingEmbedder, commit
+
+    paragraphs = "\n\n".join(f"Paragraph {n}: the token budget caps what search returns, part {n}." for n in range(60))
+    body = "\n".join(f"    total += budget_{n}  # token budget line {n}" for n in range(200))
+    commit(
+        git_repo,
+        {
+            "docs/long.md": f"---\ndescription: budget\n---\n# Long\n\n## Token budget\n\n{paragraphs}\n\n"
+            "## Other\n\nShort.\n",
+            "src/long.py": f"def spend_token_budget(total):\n{body}\n    return total\n",
+        },
+    )
+    kb = KnowledgeBase.open(git_repo, embedder_factory=lambda s: HashingEmbedder())
+    kb.reindex_all()
+    docs = kb.index("docs").store.chunks_of_path("docs/long.md")
+    assert sum(1 for c in docs if c.section.endswith("Token budget")) > 2  # the section was split into parts
+    results = kb.search("token budget", threshold=-1, k=10, budget=50_000).results
+    spans = [(h.path, h.line_start, h.line_end) for h in results]
+    for n, (path, start, end) in enumerate(spans):
+        for other_path, other_start, other_end in spans[n + 1 :]:
+            assert path != other_path or end < other_start or other_end < start, spans
+    section = next(h for h in results if h.section.endswith("Token budget"))
+    parts = [c for c in docs if c.section.endswith("Token budget")]
+    assert (section.line_start, section.line_end) == (min(c.line_start for c in parts), max(c.line_end for c in parts))
+    assert "~" not in section.id
+    assert section.content is None or section.content.count("Paragraph 59:") == 1
+    function = next(h for h in results if h.symbol == "spend_token_budget")
+    assert (function.line_start, function.line_end) == (1, 202)
