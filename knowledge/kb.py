@@ -294,7 +294,7 @@ class KnowledgeBase:
             request = SearchRequest(request, **fields)  # type: ignore[arg-type]
         kinds = KINDS if request.kind == "all" else (request.kind,)
         sources = self.indexes(kinds)
-        if any(index.coverage().embedded for index in sources):
+        if not request.exact and any(index.coverage().embedded for index in sources):
             for index in sources:  # by name first: a mismatch is said before any model is built or loaded
                 manifest = index.store.manifest
                 if not self.model.may_have_built(manifest.model_id, manifest.model_variant, manifest.fingerprint):

@@ -71,6 +71,14 @@ def search_to_text(response: SearchResponse) -> str:
     return "\n".join(out) + "\n"
 
 
+def occurrences_to_text(response: SearchResponse) -> str:
+    """`search --exact`: `path:line: text` for each occurrence (like `grep -n`), then what was left out."""
+    out = [f"{hit.path}:{hit.line_start}: {hit.content if hit.content is not None else ''}" for hit in response.results]
+    if response.omitted:
+        out.append(f"… {response.omitted} more occurrence(s): raise -k or --budget")
+    return "\n".join(out) + ("\n" if out else "")
+
+
 def files_to_text(response: SearchResponse) -> str:
     """`search --files`: the matching files, best first, one path per line (like `grep -l`)."""
     return "".join(f"{hit.path}\n" for hit in response.results)

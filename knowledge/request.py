@@ -29,6 +29,7 @@ class SearchRequest:
     kind: str = "all"
     expand: bool = False
     files_only: bool = False  # one result per file, metadata only
+    exact: bool = False  # every occurrence of the name `query`, one line each (grep-like, no model)
     paths: tuple[str, ...] = ()  # globs: keep results whose path matches one (`src/**`)
     exclude: tuple[str, ...] = ()  # globs: drop results whose path matches one (`tests/**`)
     language: tuple[str, ...] = ()  # keep code in these languages (`python`, `go`, …)
@@ -46,7 +47,7 @@ class SearchRequest:
         _check_int("budget", self.budget, 1, MAX_BUDGET)
         _check_float("threshold", self.threshold)
         _check_float("full_threshold", self.full_threshold)
-        for name in ("metadata_only", "explain", "expand", "files_only"):
+        for name in ("metadata_only", "explain", "expand", "files_only", "exact"):
             if not isinstance(getattr(self, name), bool):
                 raise KnowledgeError(f"{name}: expected true or false")
         for name in ("paths", "exclude", "language"):

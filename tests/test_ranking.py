@@ -167,3 +167,49 @@ def test_parts_of_one_section_or_function_come_back_as_one_result(git_repo):
     assert section.content is None or section.content.count("Paragraph 59:") == 1
     function = next(h for h in results if h.symbol == "spend_token_budget")
     assert (function.line_start, function.line_end) == (1, 202)
+
+
+def test_exact_mode_lists_every_occurrence_without_a_model(git_repo, monkeypatch):
+    from click.testing import CliRunner
+
+    from knowledge.cli import cli
+    from knowledge.kb import KnowledgeBase
+
+    from .conftest import HashingEmbedder, commit
+
+    commit(
+        git_repo,
+        {
+            "src/a.py": "def load_config(path):\n    return path\n\n\ndef use():\n    return load_config('x')\n",
+            "src/b.py": "from a import load_config\n\nVALUE = load_config('y')  # load_config again\nX = 1\n"
+            "load_configs = 2\n",
+            "docs/c.md": "---\ndescription: c\n---\n# C\n\nCall `load_config` first.\n",
+        },
+    )
+    KnowledgeBase.open(git_repo, embedder_factory=lambda s: HashingEmbedder()).reindex_all()
+
+    class NoEmbedding(HashingEmbedder):  # counts tokens for the budget; must never embed
+        def embed_query(self, text):
+            raise AssertionError("exact mode embedded the query")
+
+    result = CliRunner().invoke(
+        cli,
+        ["-C", str(git_repo), "search", "load_config", "--exact"],
+        obj={"embedder_factory": lambda s: NoEmbedding()},
+    )
+    assert result.exit_code == 0, result.output
+    assert result.output.splitlines() == [
+        "docs/c.md:6: Call `load_config` first.",
+        "src/a.py:1: def load_config(path):",
+        "src/a.py:6:     return load_config('x')",
+        "src/b.py:1: from a import load_config",
+        "src/b.py:3: VALUE = load_config('y')  # load_config again",
+    ]
+    limited = CliRunner().invoke(
+        cli,
+        ["-C", str(git_repo), "search", "load_config", "--exact", "-k", "2", "--kind", "code", "--json"],
+        obj={"embedder_factory": lambda s: NoEmbedding()},
+    )
+    data = __import__("json").loads(limited.stdout)
+    assert [(r["path"], r["line_start"]) for r in data["results"]] == [("src/a.py", 1), ("src/a.py", 6)]
+    assert data["omitted"] == 2

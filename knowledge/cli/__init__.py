@@ -17,9 +17,10 @@ import click
 from ..config import load_settings
 from ..errors import KnowledgeError
 from ..git import repo_root
-from ..records import IndexReport, Progress
+from ..records import IndexReport, Progress, SearchResponse
 from ..render import (
     files_to_text,
+    occurrences_to_text,
     report_summary,
     report_to_dict,
     search_from_dict,
@@ -394,6 +395,7 @@ def _run_from_hook(ctx: click.Context, hook: str) -> None:
 @click.option("--exclude", multiple=True, metavar="GLOB", help="No results whose path matches (repeatable).")
 @click.option("--lang", "language", multiple=True, metavar="NAME", help="Only code in this language (repeatable).")
 @click.option("--files", "files_only", is_flag=True, help="List the matching files, best first, one line each.")
+@click.option("--exact", is_flag=True, help="Every line where QUERY occurs as a whole word (grep -n; no model).")
 @click.option("--remote", metavar="URL", help="Ask a `knowledge serve` at URL (token from KNOWLEDGE_TOKEN).")
 @click.pass_context
 def search_command(
@@ -413,6 +415,7 @@ def search_command(
     exclude: tuple[str, ...],
     language: tuple[str, ...],
     files_only: bool,
+    exact: bool,
     remote: str | None,
 ) -> None:
     """Find the doc sections and code that answer QUERY, best first, within a token budget.
@@ -421,6 +424,7 @@ def search_command(
     knowledge search "how are hooks installed"
     knowledge search "token budget" --json --budget 500
     knowledge search "retry on timeout" --kind code --path 'src/**' --exclude 'tests/**' --lang python
+    knowledge search reindex_changes --exact
     """
     request = SearchRequest(
         query=query,
@@ -436,6 +440,7 @@ def search_command(
         exclude=exclude,
         language=language,
         files_only=files_only,
+        exact=exact,
     )
     data: dict[str, Any] | None = None
     if remote:
@@ -449,7 +454,7 @@ def search_command(
             click.echo(json.dumps(data, ensure_ascii=False, indent=2))
         else:
             answer = search_from_dict(data)
-            click.echo(files_to_text(answer) if files_only else search_to_text(answer), nl=False)
+            click.echo(_as_text(answer, files_only, exact), nl=False)
         return
     progress = ProgressPrinter(not as_json)
     kb = _open(ctx, progress)
@@ -465,7 +470,13 @@ def search_command(
     if as_json:
         click.echo(json.dumps(search_to_dict(response), ensure_ascii=False, indent=2))
     else:
-        click.echo(files_to_text(response) if files_only else search_to_text(response), nl=False)
+        click.echo(_as_text(response, files_only, exact), nl=False)
+
+
+def _as_text(response: SearchResponse, files_only: bool, exact: bool) -> str:
+    if exact:
+        return occurrences_to_text(response)
+    return files_to_text(response) if files_only else search_to_text(response)
 
 
 @cli.command("status")

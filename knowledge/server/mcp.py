@@ -34,6 +34,7 @@ Args:
     exclude: no results whose path matches one of these globs (e.g. ["tests/**"]).
     language: only code in these languages (e.g. ["python"]).
     files_only: one result per file, metadata only (where to look).
+    exact: every line where `query` occurs as a whole word, one result per line (like grep -n; no model).
 Returns the versioned JSON of `knowledge search --json`: results with score, path, section, line_start, line_end,
 content (null when under the full-content threshold), tokens, plus tokens_used, budget and omitted."""
 
@@ -79,6 +80,7 @@ def build_server(backend: Backend) -> Any:  # noqa: ANN401 - mcp.server.mcpserve
         exclude: list[str] | None = None,
         language: list[str] | None = None,
         files_only: bool = False,
+        exact: bool = False,
     ) -> str:
         params = {
             "query": query,
@@ -92,6 +94,7 @@ def build_server(backend: Backend) -> Any:  # noqa: ANN401 - mcp.server.mcpserve
             "exclude": exclude,
             "language": language,
             "files_only": files_only,
+            "exact": exact,
         }
         return _call(lambda: backend.search({key: value for key, value in params.items() if value is not None}))
 
