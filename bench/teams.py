@@ -138,19 +138,21 @@ def indexer(url: str, clone: Path, i: int, home: str, until: float, results: mul
 
 
 def searcher(url: str, clones: list[Path], seed: int, until: float, results: multiprocessing.Queue) -> None:
-    os.environ["KNOWLEDGE_STORE"] = url
-    from knowledge.store.engines import PostgresEngine
+    from knowledge.store.engines import repository_identity
+    from knowledge.store.postgres import live_index_id
 
     rng = random.Random(seed)
-    engines = [PostgresEngine(clone, url, "") for clone in clones]
-    stores: dict[int, object] = {}
+    conn = connect(url)  # one connection per searcher, as one server process would hold
+    repository = repository_identity(clones[0], "")
+    targets = [IndexTarget(url, repository, f"dev-{i}", "docs") for i in range(len(clones))]
+    stores: dict[int, tuple[int | None, PostgresStore]] = {}
     times, errors, partial, reads = [], [], 0, 0
     while time.monotonic() < until:
         i = rng.randrange(len(clones))
         try:
-            generation = engines[i].generation("docs")
+            generation = live_index_id(conn, targets[i])
             if i not in stores or stores[i][0] != generation:
-                stores[i] = (generation, engines[i].open("docs"))
+                stores[i] = (generation, PostgresStore.open(targets[i], conn))
             store = stores[i][1]
             t = time.perf_counter()
             hits = store.lexical_search(["stamp", "hooks", "budgets", f"live{i}"], 20)
@@ -219,7 +221,8 @@ def load_test(url: str, work: Path, indexers: int, searchers: int, seconds: floa
         "searchers": searchers,
         "seconds": seconds,
         "index_cycles": sum(r.get("cycles", 0) for r in collected),
-        "indexer_errors": [e for r in collected for e in r.get("errors", []) if "indexer" in r],
+        "indexer_errors": len([e for r in collected if "indexer" in r for e in r["errors"]]),
+        "indexer_error_examples": [e for r in collected if "indexer" in r for e in r["errors"]][:5],
         "reads": sum(r.get("reads", 0) for r in collected),
         "partial_states_seen": sum(r.get("partial", 0) for r in collected),
         "searcher_errors": sum(r.get("error_count", 0) for r in collected),

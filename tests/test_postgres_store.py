@@ -141,12 +141,20 @@ def test_a_password_never_comes_from_the_repository(origin):
     assert "hunter2" not in str(caught.value)
 
 
-def test_the_schema_is_versioned_and_migrates_once(postgres_url):
-    first, second = connect(postgres_url), connect(postgres_url)
-    versions = first.execute("SELECT version FROM knowledge_schema").fetchall()
-    assert versions == [(1,)]
-    first.execute("UPDATE knowledge_schema SET version = 99")
-    first.close()
-    second.close()
+def test_the_schema_is_versioned_and_migrates(origin, tmp_path, monkeypatch, postgres_url):
+    kb = member_kb(origin, tmp_path / "home", monkeypatch, postgres_url, HashingEmbedder())
+    kb.reindex_all()
+    before = [h.id for h in kb.search("token budget", threshold=0).results]
+    with psycopg.connect(postgres_url, autocommit=True) as admin:
+        assert admin.execute("SELECT version FROM knowledge_schema").fetchall() == [(2,)]
+        # the database as version 1 left it: no term statistics
+        admin.execute("DROP TABLE knowledge_terms")
+        admin.execute("UPDATE knowledge_schema SET version = 1")
+    again = member_kb(origin, tmp_path / "home", monkeypatch, postgres_url, HashingEmbedder())
+    assert [h.id for h in again.search("token budget", threshold=0).results] == before  # migrated on connect
+    with psycopg.connect(postgres_url, autocommit=True) as admin:
+        assert admin.execute("SELECT max(version) FROM knowledge_schema").fetchone() == (2,)
+        assert admin.execute("SELECT count(*) FROM knowledge_terms").fetchone()[0] > 0
+        admin.execute("UPDATE knowledge_schema SET version = 99")
     with pytest.raises(StoreUnavailableError, match="schema 99"):
         connect(postgres_url)

@@ -13,6 +13,7 @@ psycopg 3 and pgvector are the optional `postgres` extra; they are imported only
 from __future__ import annotations
 
 import json
+import math
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -39,10 +40,11 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 _MIGRATION_LOCK = 0x4B4E4F57  # advisory lock key held while the schema is created or migrated
 _BUILDING_LOCK = 7411  # (this, index id): held by the process building a not-yet-live index
 BM25_K1, BM25_B = 1.2, 0.75  # FTS5's bm25() defaults, so both engines rank alike
+RARE_SHARE, PRUNE_FROM_CHUNKS = 0.05, 20_000  # see lexical_search
 MAX_POSITION = 16383  # tsvector positions stop here
 
 _ACCESS_POLICY = """
@@ -85,6 +87,16 @@ CREATE TABLE knowledge_vectors (
     fingerprint text NOT NULL, content_hash text NOT NULL, embedding vector NOT NULL,
     PRIMARY KEY (fingerprint, content_hash));
 CREATE TABLE knowledge_grants (repository text NOT NULL, grantee name NOT NULL, PRIMARY KEY (repository, grantee));
+"""
+# Version 2: document frequencies per index and lexeme, kept by every write, so BM25 needs no count at query time.
+_SCHEMA_V2 = """
+CREATE TABLE knowledge_terms (
+    index_id bigint NOT NULL REFERENCES knowledge_indexes (id) ON DELETE CASCADE,
+    repository text NOT NULL, lexeme text NOT NULL, df integer NOT NULL,
+    PRIMARY KEY (index_id, lexeme));
+INSERT INTO knowledge_terms (index_id, repository, lexeme, df)
+    SELECT c.index_id, min(c.repository), u.lexeme, count(*)
+    FROM knowledge_chunks c, unnest(tsvector_to_array(c.lex)) AS u(lexeme) GROUP BY c.index_id, u.lexeme;
 """
 _PROTECTED_TABLES = ("knowledge_indexes", "knowledge_chunks", "knowledge_files", "knowledge_problems")
 
@@ -152,12 +164,17 @@ def migrate(conn: Any) -> int:  # noqa: ANN401
         if version < 1:
             conn.execute(_SCHEMA_V1)
             for table in _PROTECTED_TABLES:
-                conn.execute(f"ALTER TABLE {table} ENABLE ROW LEVEL SECURITY")
-                conn.execute(
-                    f"CREATE POLICY knowledge_by_repository ON {table} USING ({_ACCESS_POLICY.format(table=table)})"
-                )
+                _protect(conn, table)
+        if version < 2:
+            conn.execute(_SCHEMA_V2)
+            _protect(conn, "knowledge_terms")
         conn.execute("INSERT INTO knowledge_schema (version) VALUES (%s)", (SCHEMA_VERSION,))
     return SCHEMA_VERSION
+
+
+def _protect(conn: Any, table: str) -> None:  # noqa: ANN401
+    conn.execute(f"ALTER TABLE {table} ENABLE ROW LEVEL SECURITY")
+    conn.execute(f"CREATE POLICY knowledge_by_repository ON {table} USING ({_ACCESS_POLICY.format(table=table)})")
 
 
 def grant(conn: Any, repository: str, role: str) -> None:  # noqa: ANN401
@@ -431,28 +448,46 @@ class PostgresStore:
         stems = _stems(terms)
         if not stems:
             return []
-        rows = self._all(
-            """
-            WITH stats AS (SELECT doc_count AS n, greatest(total_len::float8 / greatest(doc_count, 1), 1) AS avgdl
-                           FROM knowledge_indexes WHERE id = %(index)s),
-            q AS (SELECT lexeme, (SELECT count(*) FROM knowledge_chunks c
-                                  WHERE c.index_id = %(index)s AND c.lex @@ format('%%L', lexeme)::tsquery) AS df
-                  FROM unnest(%(stems)s::text[]) AS lexeme),
-            w AS (SELECT lexeme, greatest(ln((stats.n - df + 0.5) / (df + 0.5)), 1e-6) AS idf
-                  FROM q, stats WHERE df > 0),
-            hits AS (SELECT key, lex, lex_len FROM knowledge_chunks
-                     WHERE index_id = %(index)s
-                       AND lex @@ (SELECT string_agg(format('%%L', lexeme), ' | ')::tsquery FROM w))
-            SELECT h.key, sum(w.idf * (t.tf * (%(k1)s + 1))
-                              / (t.tf + %(k1)s * (1 - %(b)s + %(b)s * h.lex_len / stats.avgdl))) AS score
-            FROM hits h CROSS JOIN stats
-            CROSS JOIN LATERAL unnest(h.lex) AS u(lexeme, positions, weights)
-            JOIN w ON w.lexeme = u.lexeme
-            CROSS JOIN LATERAL (SELECT coalesce(array_length(u.positions, 1), 1)::float8 AS tf) t
-            GROUP BY h.key ORDER BY score DESC, h.key LIMIT %(limit)s
-            """,
-            {"index": self.index_id, "stems": stems, "k1": BM25_K1, "b": BM25_B, "limit": k},
-        )
+        with self._lock:
+            n, total = self._conn.execute(
+                "SELECT doc_count, total_len FROM knowledge_indexes WHERE id = %s", (self.index_id,)
+            ).fetchone()
+            frequencies = dict(
+                self._conn.execute(
+                    "SELECT lexeme, df FROM knowledge_terms WHERE index_id = %s AND lexeme = ANY(%s) AND df > 0",
+                    (self.index_id, stems),
+                ).fetchall()
+            )
+            if not frequencies:
+                return []
+            idf = {lexeme: max(math.log((n - df + 0.5) / (df + 0.5)), 1e-6) for lexeme, df in frequencies.items()}
+            # In a large index, the chunks holding a rare term are the candidates: a chunk that holds only terms
+            # found in 5%+ of all chunks scores too little to matter, and skipping them is what keeps this fast.
+            rare = [lexeme for lexeme, df in frequencies.items() if df <= RARE_SHARE * n]
+            chosen = rare if rare and n >= PRUNE_FROM_CHUNKS else list(frequencies)
+            rows = self._conn.execute(
+                """
+                SELECT c.key, sum(w.idf * (t.tf * (%(k1)s + 1))
+                                  / (t.tf + %(k1)s * (1 - %(b)s + %(b)s * c.lex_len / %(avgdl)s))) AS score
+                FROM knowledge_chunks c
+                CROSS JOIN LATERAL unnest(ts_filter(setweight(c.lex, 'A', %(lexemes)s::text[]), '{a}'))
+                    AS u(lexeme, positions, weights)
+                CROSS JOIN LATERAL (SELECT coalesce(array_length(u.positions, 1), 1)::float8 AS tf) t
+                JOIN unnest(%(lexemes)s::text[], %(idf)s::float8[]) AS w(lexeme, idf) ON w.lexeme = u.lexeme
+                WHERE c.index_id = %(index)s AND c.lex @@ %(query)s::tsquery
+                GROUP BY c.key ORDER BY score DESC, c.key LIMIT %(limit)s
+                """,
+                {
+                    "index": self.index_id,
+                    "lexemes": list(idf),
+                    "idf": list(idf.values()),
+                    "query": " | ".join(_lexeme(lexeme) for lexeme in chosen),
+                    "avgdl": max(total / max(n, 1), 1.0),
+                    "k1": BM25_K1,
+                    "b": BM25_B,
+                    "limit": k,
+                },
+            ).fetchall()
         return [ScoredKey(int(key), float(score)) for key, score in rows]
 
     def lexical_terms(self, keys: Sequence[int]) -> dict[int, str]:
@@ -527,6 +562,14 @@ class PostgresStore:
         with self._writing() as conn:
             if change.remove_paths:
                 paths = sorted(change.remove_paths)
+                conn.execute(
+                    "WITH gone AS (SELECT u.lexeme, count(*) AS n FROM knowledge_chunks c, "
+                    "unnest(tsvector_to_array(c.lex)) AS u(lexeme) WHERE c.index_id = %s AND c.path = ANY(%s) "
+                    "GROUP BY u.lexeme) "
+                    "UPDATE knowledge_terms t SET df = t.df - gone.n FROM gone "
+                    "WHERE t.index_id = %s AND t.lexeme = gone.lexeme",
+                    (self.index_id, paths, self.index_id),
+                )
                 for table in ("knowledge_chunks", "knowledge_files", "knowledge_problems"):
                     conn.execute(f"DELETE FROM {table} WHERE index_id = %s AND path = ANY(%s)", (self.index_id, paths))
             rows = []
@@ -554,6 +597,7 @@ class PostgresStore:
                     )
                 )
             if rows:
+                before = conn.execute("SELECT coalesce(max(key), 0) FROM knowledge_chunks").fetchone()[0]
                 with conn.cursor() as cursor:
                     cursor.executemany(
                         "INSERT INTO knowledge_chunks (index_id, repository, chunk_id, path, content_hash, data, "
@@ -561,6 +605,14 @@ class PostgresStore:
                         "VALUES (%s, %s, %s, %s, %s, %s::jsonb, %s, %s, %s, %s, %s::tsvector, %s, %s, %s)",
                         rows,
                     )
+                conn.execute(
+                    "INSERT INTO knowledge_terms (index_id, repository, lexeme, df) "
+                    "SELECT %s, %s, u.lexeme, count(*) FROM knowledge_chunks c, "
+                    "unnest(tsvector_to_array(c.lex)) AS u(lexeme) WHERE c.index_id = %s AND c.key > %s "
+                    "GROUP BY u.lexeme ON CONFLICT (index_id, lexeme) "
+                    "DO UPDATE SET df = knowledge_terms.df + excluded.df",
+                    (self.index_id, repository, self.index_id, before),
+                )
                 # what any clone or branch already embedded with this model: no model call needed
                 conn.execute(
                     "UPDATE knowledge_chunks c SET embedding = v.embedding, dims = %s, embed_text = NULL "
