@@ -269,25 +269,12 @@ def search(
         full = strong and not options.metadata_only
         graph = index.call_graph() if chunk.kind == "code" else None
         hits.append(
-            SearchHit(
-                id=chunk.id,
-                path=chunk.path,
-                kind=chunk.kind,
+            _hit(
+                chunk,
                 score=None if candidate.cosine is None else round(candidate.cosine, 4),
-                title=chunk.title,
-                description=chunk.description,
-                section=chunk.section,
-                line_start=chunk.line_start,
-                line_end=chunk.line_end,
                 content=chunk.content if full else None,
-                tokens=0,
-                commit=chunk.commit,
                 stale=stale_for(chunk.path),
                 explain=_explain(candidate) if options.explain else None,
-                language=chunk.language or None,
-                symbol=chunk.symbol or None,
-                symbol_kind=chunk.symbol_kind or None,
-                parent=chunk.parent or None,
                 calls=graph.calls(chunk) if graph else None,
                 called_by=graph.called_by(chunk) if graph else None,
             )
@@ -306,6 +293,29 @@ def search(
         model=sources[0].store.manifest.model_id if sources else "",
         dense_coverage=1.0 if total == 0 else round(embedded / total, 4),
     )
+
+
+def _hit(chunk: Chunk, **fields: object) -> SearchHit:
+    """A result for `chunk`: its metadata, then what the caller says (score, content, line range, …)."""
+    base: dict[str, object] = {
+        "id": chunk.id,
+        "path": chunk.path,
+        "kind": chunk.kind,
+        "score": None,
+        "title": chunk.title,
+        "description": chunk.description,
+        "section": chunk.section,
+        "line_start": chunk.line_start,
+        "line_end": chunk.line_end,
+        "content": None,
+        "tokens": 0,
+        "commit": chunk.commit,
+        "language": chunk.language or None,
+        "symbol": chunk.symbol or None,
+        "symbol_kind": chunk.symbol_kind or None,
+        "parent": chunk.parent or None,
+    }
+    return SearchHit(**{**base, **fields})  # type: ignore[arg-type]
 
 
 def occurrences(
@@ -328,23 +338,12 @@ def occurrences(
             for offset, text in enumerate(lines):
                 line = chunk.line_start + offset
                 if (chunk.path, line) not in found and pattern.search(text):
-                    found[(chunk.path, line)] = SearchHit(
-                        id=chunk.id,
-                        path=chunk.path,
-                        kind=chunk.kind,
-                        score=None,
-                        title=chunk.title,
+                    found[(chunk.path, line)] = _hit(
+                        chunk,
                         description="",
-                        section=chunk.section,
                         line_start=line,
                         line_end=line,
                         content=None if options.metadata_only else text,
-                        tokens=0,
-                        commit=chunk.commit,
-                        language=chunk.language or None,
-                        symbol=chunk.symbol or None,
-                        symbol_kind=chunk.symbol_kind or None,
-                        parent=chunk.parent or None,
                     )
     ordered = [found[key] for key in sorted(found)]
     kept, used, left_out = pack(ordered[: options.k], options.budget, count_tokens)
@@ -414,23 +413,11 @@ def _neighbours(hits: list[SearchHit], sources: list[KindIndex], options: Search
                 continue
             shown.add(chunk.id)
             out.append(
-                SearchHit(
-                    id=chunk.id,
-                    path=chunk.path,
-                    kind=chunk.kind,
+                _hit(
+                    chunk,
                     score=0.0,
-                    title=chunk.title,
                     description="",
-                    section=chunk.section,
-                    line_start=chunk.line_start,
-                    line_end=chunk.line_end,
                     content=None if options.metadata_only else chunk.content,
-                    tokens=0,
-                    commit=chunk.commit,
-                    language=chunk.language or None,
-                    symbol=chunk.symbol or None,
-                    symbol_kind=chunk.symbol_kind or None,
-                    parent=chunk.parent or None,
                     neighbour_of=f"{relation} {top.id}",
                 )
             )

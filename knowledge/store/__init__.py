@@ -6,10 +6,11 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..records import Chunk, FileProblem
 
@@ -205,6 +206,21 @@ class ChunkStore(Protocol):
     def close(self) -> None: ...
 
 
+_STORED_FIELDS = tuple(name for name in Chunk.__dataclass_fields__ if name != "embed_text")
+_TUPLE_FIELDS = ("tags", "decorators", "calls", "references")
+
+
+def chunk_to_json(chunk: Chunk) -> str:
+    """A chunk as engines store it; embed_text is kept in its own column, and only until the chunk is embedded."""
+    return json.dumps(
+        {name: getattr(chunk, name) for name in _STORED_FIELDS}, ensure_ascii=False, separators=(",", ":")
+    )
+
+
+def chunk_from_dict(data: dict[str, Any]) -> Chunk:
+    return Chunk(**{**data, **{name: tuple(data.get(name, ())) for name in _TUPLE_FIELDS}, "embed_text": ""})
+
+
 def index_dir(root: Path) -> Path:
     return root / INDEX_DIR
 
@@ -230,6 +246,8 @@ __all__ = [
     "Pending",
     "ScoredKey",
     "StoreSummary",
+    "chunk_from_dict",
+    "chunk_to_json",
     "embed_lock_path",
     "index_dir",
     "lock_path",

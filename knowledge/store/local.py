@@ -32,6 +32,8 @@ from . import (
     Pending,
     ScoredKey,
     StoreSummary,
+    chunk_from_dict,
+    chunk_to_json,
     index_dir,
 )
 from .vectors import Snapshot, SnapshotIdentity, new_index, remove_stale_temp_files, write_snapshot
@@ -69,27 +71,8 @@ def store_paths(root: Path, kind: str) -> tuple[Path, Path, Path]:
     return folder / f"{kind}.usearch", folder / f"{kind}.meta.json", folder / f"{kind}.sqlite"
 
 
-_STORED_FIELDS = tuple(name for name in Chunk.__dataclass_fields__ if name != "embed_text")
-
-
-def _chunk_to_json(chunk: Chunk) -> str:
-    # embed_text is kept in its own column only until the chunk is embedded
-    data = {name: getattr(chunk, name) for name in _STORED_FIELDS}
-    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
-
-
 def _chunk_from_json(text: str) -> Chunk:
-    data = json.loads(text)
-    return Chunk(
-        **{
-            **data,
-            "tags": tuple(data.get("tags", ())),
-            "decorators": tuple(data.get("decorators", ())),
-            "calls": tuple(data.get("calls", ())),
-            "references": tuple(data.get("references", ())),
-            "embed_text": "",
-        }
-    )
+    return chunk_from_dict(json.loads(text))
 
 
 def _connect(path: Path) -> sqlite3.Connection:
@@ -477,7 +460,7 @@ class LocalStore:
                         chunk.id,
                         chunk.path,
                         chunk.content_hash,
-                        _chunk_to_json(chunk),
+                        chunk_to_json(chunk),
                         None if embedded else chunk.embed_text,
                         len(chunk.embed_text),
                         int(embedded),

@@ -34,6 +34,8 @@ from . import (
     Pending,
     ScoredKey,
     StoreSummary,
+    chunk_from_dict,
+    chunk_to_json,
 )
 
 if TYPE_CHECKING:
@@ -255,24 +257,6 @@ def ensure_vector_index(conn: Any, dims: int) -> None:  # noqa: ANN401
         )
 
 
-def _chunk_data(chunk: Chunk) -> str:
-    data = {name: getattr(chunk, name) for name in Chunk.__dataclass_fields__ if name != "embed_text"}
-    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
-
-
-def _chunk_from_data(data: dict[str, Any]) -> Chunk:
-    return Chunk(
-        **{
-            **data,
-            "tags": tuple(data.get("tags", ())),
-            "decorators": tuple(data.get("decorators", ())),
-            "calls": tuple(data.get("calls", ())),
-            "references": tuple(data.get("references", ())),
-            "embed_text": "",
-        }
-    )
-
-
 def _array(vector: Any) -> Any:  # noqa: ANN401 - pgvector returns a Vector or a numpy array by protocol
     return vector.to_numpy() if hasattr(vector, "to_numpy") else vector
 
@@ -403,23 +387,23 @@ class PostgresStore:
         rows = self._all(
             "SELECT key, data FROM knowledge_chunks WHERE index_id = %s AND key = ANY(%s)", (self.index_id, unique)
         )
-        return {int(key): _chunk_from_data(data) for key, data in rows}
+        return {int(key): chunk_from_dict(data) for key, data in rows}
 
     def all_chunks(self) -> dict[int, Chunk]:
         rows = self._all("SELECT key, data FROM knowledge_chunks WHERE index_id = %s ORDER BY key", (self.index_id,))
-        return {int(key): _chunk_from_data(data) for key, data in rows}
+        return {int(key): chunk_from_dict(data) for key, data in rows}
 
     def chunks_of_path(self, path: str) -> list[Chunk]:
         rows = self._all(
             "SELECT data FROM knowledge_chunks WHERE index_id = %s AND path = %s ORDER BY key", (self.index_id, path)
         )
-        return [_chunk_from_data(data) for (data,) in rows]
+        return [chunk_from_dict(data) for (data,) in rows]
 
     def chunk_by_id(self, chunk_id: str) -> Chunk | None:
         row = self._one(
             "SELECT data FROM knowledge_chunks WHERE index_id = %s AND chunk_id = %s LIMIT 1", (self.index_id, chunk_id)
         )
-        return _chunk_from_data(row[0]) if row else None
+        return chunk_from_dict(row[0]) if row else None
 
     def version(self) -> str:
         row = self._one("SELECT chunks_version FROM knowledge_indexes WHERE id = %s", (self.index_id,))
@@ -585,7 +569,7 @@ class PostgresStore:
                         chunk.id,
                         chunk.path,
                         chunk.content_hash,
-                        _chunk_data(chunk),
+                        chunk_to_json(chunk),
                         None if vector is not None else chunk.embed_text,
                         len(chunk.embed_text),
                         symbol_key(chunk),
