@@ -147,14 +147,17 @@ def test_the_schema_is_versioned_and_migrates(origin, tmp_path, monkeypatch, pos
     before = [h.id for h in kb.search("token budget", threshold=0).results]
     with psycopg.connect(postgres_url, autocommit=True) as admin:
         assert admin.execute("SELECT version FROM knowledge_schema").fetchall() == [(2,)]
-        # the database as version 1 left it: no term statistics
+        # the database as version 1 left it: no term statistics, no embedded count
         admin.execute("DROP TABLE knowledge_terms")
+        admin.execute("ALTER TABLE knowledge_indexes DROP COLUMN embedded_count")
         admin.execute("UPDATE knowledge_schema SET version = 1")
     again = member_kb(origin, tmp_path / "home", monkeypatch, postgres_url, HashingEmbedder())
     assert [h.id for h in again.search("token budget", threshold=0).results] == before  # migrated on connect
     with psycopg.connect(postgres_url, autocommit=True) as admin:
         assert admin.execute("SELECT max(version) FROM knowledge_schema").fetchone() == (2,)
         assert admin.execute("SELECT count(*) FROM knowledge_terms").fetchone()[0] > 0
+        counts = admin.execute("SELECT doc_count, embedded_count FROM knowledge_indexes WHERE live").fetchall()
+        assert all(chunks == embedded > 0 for chunks, embedded in counts)
         admin.execute("UPDATE knowledge_schema SET version = 99")
     with pytest.raises(StoreUnavailableError, match="schema 99"):
         connect(postgres_url)

@@ -90,8 +90,12 @@ CREATE TABLE knowledge_vectors (
     PRIMARY KEY (fingerprint, content_hash));
 CREATE TABLE knowledge_grants (repository text NOT NULL, grantee name NOT NULL, PRIMARY KEY (repository, grantee));
 """
-# Version 2: document frequencies per index and lexeme, kept by every write, so BM25 needs no count at query time.
+# Version 2: document frequencies per index and lexeme, and each index's count of embedded chunks, kept by every
+# write, so neither BM25 nor coverage counts rows at query time.
 _SCHEMA_V2 = """
+ALTER TABLE knowledge_indexes ADD COLUMN embedded_count bigint NOT NULL DEFAULT 0;
+UPDATE knowledge_indexes i
+    SET embedded_count = (SELECT count(embedding) FROM knowledge_chunks c WHERE c.index_id = i.id);
 CREATE TABLE knowledge_terms (
     index_id bigint NOT NULL REFERENCES knowledge_indexes (id) ON DELETE CASCADE,
     repository text NOT NULL, lexeme text NOT NULL, df integer NOT NULL,
@@ -506,11 +510,10 @@ class PostgresStore:
         return {int(key): np.asarray(_array(vector), dtype=np.float32) for key, vector in rows}
 
     def coverage(self) -> Coverage:
-        total, embedded = self._one(
-            "SELECT count(*), count(embedding) FROM knowledge_chunks WHERE index_id = %s", (self.index_id,)
+        total, embedded, raw = self._one(
+            "SELECT doc_count, embedded_count, progress FROM knowledge_indexes WHERE id = %s", (self.index_id,)
         )
-        raw = self._one("SELECT progress FROM knowledge_indexes WHERE id = %s", (self.index_id,))
-        progress = EmbedProgress(**raw[0]) if raw and raw[0] else None
+        progress = EmbedProgress(**raw) if raw else None
         return Coverage(chunks=int(total), embedded=int(embedded), progress=progress)
 
     def pending(self, limit: int) -> list[Pending]:
@@ -627,16 +630,15 @@ class PostgresStore:
                         [(self.index_id, repository, p.path, p.problem) for p in change.problems],
                     )
             conn.execute(
-                "UPDATE knowledge_indexes SET chunks_version = %s, updated_at = now(), "
-                "doc_count = (SELECT count(*) FROM knowledge_chunks WHERE index_id = %s), "
-                "total_len = (SELECT coalesce(sum(lex_len), 0) FROM knowledge_chunks WHERE index_id = %s)"
+                "UPDATE knowledge_indexes i SET chunks_version = %s, updated_at = now(), "
+                "doc_count = s.n, embedded_count = s.e, total_len = s.l"
                 + (", commit = %s" if change.set_commit else "")
-                + " WHERE id = %s",
+                + " FROM (SELECT count(*) AS n, count(embedding) AS e, coalesce(sum(lex_len), 0) AS l "
+                "FROM knowledge_chunks WHERE index_id = %s) s WHERE i.id = %s",
                 (
                     f"{time.time_ns()}",
-                    self.index_id,
-                    self.index_id,
                     *((change.commit or "",) if change.set_commit else ()),
+                    self.index_id,
                     self.index_id,
                 ),
             )
@@ -666,6 +668,10 @@ class PostgresStore:
                         "ON CONFLICT DO NOTHING",
                         (self.manifest.fingerprint, row[0], np.asarray(vector, dtype=np.float32)),
                     )
+            conn.execute(
+                "UPDATE knowledge_indexes SET embedded_count = embedded_count + %s WHERE id = %s",
+                (stored, self.index_id),
+            )
         return stored
 
     def record_progress(self, progress: EmbedProgress | None) -> None:
