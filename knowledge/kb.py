@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from . import git
+from .chunking import CHUNKER_VERSION
 from .config import Settings, load_settings
 from .corpus import KINDS, candidate_paths, read_source, redactor, regular_file
 from .docs_for import docs_for
@@ -213,6 +214,8 @@ class KnowledgeBase:
             return self._indexer(on_progress).rebuild(kind, commit)[1]
         manifest = index.store.manifest
         if not self.model.may_have_built(manifest.model_id, manifest.model_variant, manifest.fingerprint):
+            return self._indexer(on_progress).rebuild(kind, commit)[1]
+        if manifest.chunker_version != CHUNKER_VERSION:  # a new chunker: rebuild, even if no file changed
             return self._indexer(on_progress).rebuild(kind, commit)[1]
         targets = set(paths) if paths is not None else index.changed_since_index(commit, worktree)
         if not targets and commit == index.commit:

@@ -141,3 +141,26 @@ def test_cli_reindex_from_changes(repo):
     assert result.exit_code == 0, result.output
     assert "indexed 1 files, 2 chunks (1 embedded, 1 from cache)" in result.stderr
     assert Path(repo / ".knowledge" / "docs.meta.json").exists()
+
+
+def test_a_new_chunker_rebuilds_on_the_next_run_even_with_nothing_changed(git_repo, monkeypatch):
+    """An upgrade that changes the chunker: the hook's next run rebuilds (from cached vectors), search never breaks."""
+    import knowledge.indexer
+    import knowledge.kb
+    from knowledge.kb import KnowledgeBase
+
+    from .conftest import HashingEmbedder, commit
+
+    commit(
+        git_repo,
+        {"docs/a.md": "---\ndescription: a\n---\n# A\n\nThe token budget.\n", "src/x.py": "def f():\n    pass\n"},
+    )
+    KnowledgeBase.open(git_repo, embedder_factory=lambda s: HashingEmbedder()).reindex_all()
+    newer = knowledge.kb.CHUNKER_VERSION + 1
+    monkeypatch.setattr(knowledge.kb, "CHUNKER_VERSION", newer)
+    monkeypatch.setattr(knowledge.indexer, "CHUNKER_VERSION", newer)
+    kb = KnowledgeBase.open(git_repo, embedder_factory=lambda s: HashingEmbedder())
+    report = kb.reindex_changes()
+    assert report.chunks_embedded == 0  # every vector came from the cache
+    assert {index.store.manifest.chunker_version for index in kb.indexes()} == {newer}
+    assert kb.search("token budget", threshold=0).results[0].path == "docs/a.md"
