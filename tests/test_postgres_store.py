@@ -161,3 +161,17 @@ def test_the_schema_is_versioned_and_migrates(origin, tmp_path, monkeypatch, pos
         admin.execute("UPDATE knowledge_schema SET version = 99")
     with pytest.raises(StoreUnavailableError, match="schema 99"):
         connect(postgres_url)
+
+
+def test_the_hnsw_path_answers_as_the_exact_scan(origin, tmp_path, monkeypatch, postgres_url):
+    """Small indexes are scanned exactly; large ones walk the HNSW graph: on a small index both must agree."""
+    import knowledge.store.postgres
+
+    kb = member_kb(origin, tmp_path / "home", monkeypatch, postgres_url, HashingEmbedder())
+    kb.reindex_all()
+    store = kb.index("docs").store
+    query = HashingEmbedder().embed_query("token budget hooks")
+    exact = [(hit.key, round(hit.score, 5)) for hit in store.dense_search(query, 3)]
+    monkeypatch.setattr(knowledge.store.postgres, "EXACT_SCAN_MAX", 0)
+    assert [(hit.key, round(hit.score, 5)) for hit in store.dense_search(query, 3)] == exact
+    assert len(exact) == 3

@@ -47,6 +47,7 @@ _MIGRATION_LOCK = 0x4B4E4F57  # advisory lock key held while the schema is creat
 _BUILDING_LOCK = 7411  # (this, index id): held by the process building a not-yet-live index
 BM25_K1, BM25_B = 1.2, 0.75  # FTS5's bm25() defaults, so both engines rank alike
 RARE_SHARE, PRUNE_FROM_CHUNKS = 0.05, 20_000  # see lexical_search
+EXACT_SCAN_MAX = 20_000  # an index with at most this many vectors is searched exactly (see dense_search)
 MAX_POSITION = 16383  # tsvector positions stop here
 
 _ACCESS_POLICY = """
@@ -419,15 +420,29 @@ class PostgresStore:
         dims = int(self.manifest.dims)
         query = np.asarray(vector, dtype=np.float32)
         with self._lock, self._conn.transaction():
-            # filtered HNSW scans keep going until `k` rows of this index are found (pgvector 0.8)
-            self._conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
-            self._conn.execute(f"SET LOCAL hnsw.ef_search = {max(40, min(1000, 2 * k))}")
-            rows = self._conn.execute(
-                f"SELECT key, embedding::vector({dims}) <=> %s::vector({dims}) AS distance FROM knowledge_chunks "
-                f"WHERE index_id = %s AND dims = {dims} ORDER BY embedding::vector({dims}) <=> %s::vector({dims}) "
-                "LIMIT %s",
-                (query, self.index_id, query, k),
-            ).fetchall()
+            embedded = self._conn.execute(
+                "SELECT embedded_count FROM knowledge_indexes WHERE id = %s", (self.index_id,)
+            ).fetchone()
+            if not embedded or not embedded[0]:
+                return []
+            if embedded[0] <= EXACT_SCAN_MAX:
+                # A small index in a shared database: an exact scan of its own rows beats walking a graph that holds
+                # every index's vectors and filtering (the cast-free expression keeps the planner off the HNSW index).
+                sql = (
+                    "SELECT key, embedding <=> %s::vector AS distance FROM knowledge_chunks "
+                    "WHERE index_id = %s AND embedding IS NOT NULL ORDER BY distance LIMIT %s"
+                )
+                rows = self._conn.execute(sql, (query, self.index_id, k)).fetchall()
+            else:
+                # filtered HNSW scans keep going until `k` rows of this index are found (pgvector 0.8)
+                self._conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+                self._conn.execute(f"SET LOCAL hnsw.ef_search = {max(40, min(1000, 2 * k))}")
+                rows = self._conn.execute(
+                    f"SELECT key, embedding::vector({dims}) <=> %s::vector({dims}) AS distance FROM knowledge_chunks "
+                    f"WHERE index_id = %s AND dims = {dims} ORDER BY embedding::vector({dims}) <=> %s::vector({dims}) "
+                    "LIMIT %s",
+                    (query, self.index_id, query, k),
+                ).fetchall()
         scored = [(int(key), 1.0 - float(distance)) for key, distance in rows]
         best = sorted(scored, key=lambda item: (-round(item[1], 6), item[0]))[:k]
         return [ScoredKey(key, score) for key, score in best]
@@ -451,8 +466,10 @@ class PostgresStore:
             idf = {lexeme: max(math.log((n - df + 0.5) / (df + 0.5)), 1e-6) for lexeme, df in frequencies.items()}
             # In a large index, the chunks holding a rare term are the candidates: a chunk that holds only terms
             # found in 5%+ of all chunks scores too little to matter, and skipping them is what keeps this fast.
-            rare = [lexeme for lexeme, df in frequencies.items() if df <= RARE_SHARE * n]
-            chosen = rare if rare and n >= PRUNE_FROM_CHUNKS else list(frequencies)
+            by_rarity = sorted(frequencies, key=lambda lexeme: frequencies[lexeme])
+            rare = [lexeme for lexeme in by_rarity if frequencies[lexeme] <= RARE_SHARE * n]
+            # a query of common words only: its two rarest words pick the candidates
+            chosen = (rare or by_rarity[:2]) if n >= PRUNE_FROM_CHUNKS else by_rarity
             rows = self._conn.execute(
                 """
                 SELECT c.key, sum(w.idf * (t.tf * (%(k1)s + 1))
