@@ -205,6 +205,8 @@ from beir_data import SHARED, load
 from knowledge.kb import KnowledgeBase
 queries = list(load(SHARED / "scifact").queries.values())[:100]
 kb = KnowledgeBase.open(__import__("pathlib").Path({str(repo)!r}))
+if hasattr(kb, "keep_warm"):  # what `knowledge serve`, the daemon and MCP do (in the background there)
+    kb.keep_warm(wait=True)
 kb.search(queries[0])
 times = []
 for q in queries:

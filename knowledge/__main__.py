@@ -1,3 +1,3 @@
-from knowledge.cli import main
+from knowledge.launcher import main
 
 main()

@@ -45,6 +45,9 @@ class RemoteBackend:
     def search(self, params: dict[str, Any]) -> dict[str, Any]:
         return self._call("POST", "/v1/search", params)
 
+    def search_text(self, params: dict[str, Any]) -> dict[str, Any]:
+        return self._call("POST", "/v1/search-text", params)
+
     def source(self, params: dict[str, Any]) -> dict[str, Any]:
         return self._call("POST", "/v1/source", params)
 

@@ -106,6 +106,7 @@ class KnowledgeBase:
         self.model = ModelAccess(settings, embedder_factory, on_model_step)
         self._indexes: dict[str, tuple[object, KindIndex]] = {}
         self._engine: Engine | None = None
+        self._warm = False
 
     @property
     def engine(self) -> Engine:
@@ -142,8 +143,21 @@ class KnowledgeBase:
         if cached is not None:
             cached[1].store.close()
         index = KindIndex(self.root, self.settings, kind, self.engine.open(kind))
+        if self._warm:
+            index.store.keep_warm(wait=False)
         self._indexes[kind] = (generation, index)
         return index
+
+    def keep_warm(self, wait: bool = False) -> None:
+        """This knowledge base serves a long-running process (server, daemon, MCP): its stores keep in memory what
+        makes queries faster, now and after every rebuild; built in the background unless `wait`."""
+        self._warm = True
+        for kind in KINDS:  # start now what the first query would otherwise start
+            if kind not in self._indexes and self.engine.exists(kind):
+                with contextlib.suppress(KnowledgeError):  # the first query reports it
+                    self.index(kind)
+        for _, index in self._indexes.values():
+            index.store.keep_warm(wait)
 
     def indexes(self, kinds: tuple[str, ...] = KINDS) -> list[KindIndex]:
         """Every existing index of `kinds`; when none exists, opening the first says which command to run."""

@@ -35,6 +35,13 @@ def search_to_dict(response: SearchResponse) -> dict[str, Any]:
     }
 
 
+def response_to_text(response: SearchResponse, files_only: bool = False, exact: bool = False) -> str:
+    """What `knowledge search` prints: hits, one line per file (`--files`) or one per occurrence (`--exact`)."""
+    if exact:
+        return occurrences_to_text(response)
+    return files_to_text(response) if files_only else search_to_text(response)
+
+
 def search_to_text(response: SearchResponse) -> str:
     if not response.results:
         return f"No results at or above similarity {response.threshold:.2f} for: {response.query}\n"

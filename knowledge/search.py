@@ -6,6 +6,7 @@ full-content thresholds keep one meaning with or without the lexical side (docs/
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence, Set
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -123,14 +124,24 @@ def _exact_matches(query: str, index: KindIndex, keys: Sequence[int]) -> set[int
     return {key for key, body in index.store.lexical_terms(keys).items() if wanted & set(body.split())}
 
 
+def lexical_candidates(index: KindIndex, query: str, depth: int) -> list[tuple[int, float]]:
+    return [(hit.key, hit.score) for hit in index.store.lexical_search(terms(query), depth)]
+
+
 def retrieve(
-    index: KindIndex, query: str, vector: np.ndarray | None, depth: int, params: FusionParams
+    index: KindIndex,
+    query: str,
+    vector: np.ndarray | None,
+    depth: int,
+    params: FusionParams,
+    lexical_hits: list[tuple[int, float]] | None = None,
 ) -> list[Candidate]:
     """Fused candidates with the cosine of every one that has a vector (None: lexical evidence only)."""
     store = index.store
     dense = [(hit.key, hit.score) for hit in store.dense_search(vector, depth)] if vector is not None else []
     query_terms = terms(query)
-    lexical_hits = [(hit.key, hit.score) for hit in store.lexical_search(query_terms, depth)]
+    if lexical_hits is None:
+        lexical_hits = lexical_candidates(index, query, depth)
     pool = list(dict.fromkeys([key for key, _ in dense] + [key for key, _ in lexical_hits]))
     candidates = fuse(dense, lexical_hits, params, _exact_matches(query, index, pool), len(set(query_terms)))
     if index.kind == "code":  # the definitions of names the query asks for join even if neither list found them
@@ -199,10 +210,15 @@ def search(
     coverages = [index.coverage() for index in sources]
     total = sum(c.chunks for c in coverages)
     embedded = sum(c.embedded for c in coverages)
-    vector = embed_query(query) if embed_query is not None and embedded else None
     depth = max(options.k * 3, CANDIDATE_FLOOR) * (FILTERED_DEPTH if options.keep is not None else 1)
+    if embed_query is not None and embedded:
+        vector, lexical = _embed_beside_lexical(sources, embed_query, query, depth)
+    else:
+        vector, lexical = None, [lexical_candidates(index, query, depth) for index in sources]
     pooled = [
-        (candidate, index) for index in sources for candidate in retrieve(index, query, vector, depth, options.fusion)
+        (candidate, index)
+        for index, hits in zip(sources, lexical, strict=True)
+        for candidate in retrieve(index, query, vector, depth, options.fusion, hits)
     ]
     # Fused scores are rank-based, so lists from different stores merge on them directly. Code candidates then go
     # through the ranking rules, which need their chunks' names and paths.
@@ -292,6 +308,31 @@ def search(
         model=sources[0].store.manifest.model_id if sources else "",
         dense_coverage=1.0 if total == 0 else round(embedded / total, 4),
     )
+
+
+def _embed_beside_lexical(
+    sources: Sequence[KindIndex], embed_query: Callable[[str], np.ndarray], query: str, depth: int
+) -> tuple[np.ndarray, list[list[tuple[int, float]]]]:
+    """The query vector and every source's lexical candidates, the lexical searches running in a thread while the
+    model embeds (both release the GIL: onnxruntime and SQLite do their work in C)."""
+    lexical: list[list[tuple[int, float]]] = []
+    failure: list[BaseException] = []
+
+    def lexical_side() -> None:
+        try:
+            lexical.extend(lexical_candidates(index, query, depth) for index in sources)
+        except BaseException as exc:  # re-raised in the caller's thread
+            failure.append(exc)
+
+    worker = threading.Thread(target=lexical_side, name="knowledge-lexical")
+    worker.start()
+    try:
+        vector = embed_query(query)
+    finally:
+        worker.join()
+    if failure:
+        raise failure[0]
+    return vector, lexical
 
 
 def _hit(chunk: Chunk, **fields: object) -> SearchHit:

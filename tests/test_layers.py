@@ -9,7 +9,7 @@ import pytest
 PACKAGE = Path(__file__).parent.parent / "knowledge"
 
 LAYERS = {
-    "frontends": ("knowledge.cli", "knowledge.server", "knowledge.client", "knowledge.__main__"),
+    "frontends": ("knowledge.cli", "knowledge.server", "knowledge.client", "knowledge.launcher", "knowledge.__main__"),
     "facade": ("knowledge.kb", "knowledge.model_access"),
     "use cases": (
         "knowledge.indexer",

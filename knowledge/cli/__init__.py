@@ -17,15 +17,13 @@ import click
 from ..config import load_settings
 from ..errors import KnowledgeError
 from ..git import repo_root
-from ..records import IndexReport, Progress, SearchResponse
+from ..records import IndexReport, Progress
 from ..render import (
-    files_to_text,
-    occurrences_to_text,
     report_summary,
     report_to_dict,
+    response_to_text,
     search_from_dict,
     search_to_dict,
-    search_to_text,
     status_from_dict,
     status_to_dict,
     status_to_text,
@@ -454,7 +452,7 @@ def search_command(
             click.echo(json.dumps(data, ensure_ascii=False, indent=2))
         else:
             answer = search_from_dict(data)
-            click.echo(_as_text(answer, files_only, exact), nl=False)
+            click.echo(response_to_text(answer, files_only, exact), nl=False)
         return
     progress = ProgressPrinter(not as_json)
     kb = _open(ctx, progress)
@@ -470,13 +468,7 @@ def search_command(
     if as_json:
         click.echo(json.dumps(search_to_dict(response), ensure_ascii=False, indent=2))
     else:
-        click.echo(_as_text(response, files_only, exact), nl=False)
-
-
-def _as_text(response: SearchResponse, files_only: bool, exact: bool) -> str:
-    if exact:
-        return occurrences_to_text(response)
-    return files_to_text(response) if files_only else search_to_text(response)
+        click.echo(response_to_text(response, files_only, exact), nl=False)
 
 
 @cli.command("status")

@@ -10,7 +10,7 @@ from typing import Any, Protocol
 
 from ..errors import KnowledgeError
 from ..kb import KnowledgeBase
-from ..render import hits_to_dict, report_to_dict, search_to_dict, source_to_dict, status_to_dict
+from ..render import hits_to_dict, report_to_dict, response_to_text, search_to_dict, source_to_dict, status_to_dict
 from ..request import SearchRequest
 
 MAX_SOURCE_LINES = 5_000
@@ -18,6 +18,8 @@ MAX_SOURCE_LINES = 5_000
 
 class Backend(Protocol):
     def search(self, params: dict[str, Any]) -> dict[str, Any]: ...
+
+    def search_text(self, params: dict[str, Any]) -> dict[str, Any]: ...
 
     def source(self, params: dict[str, Any]) -> dict[str, Any]: ...
 
@@ -53,10 +55,16 @@ class LocalBackend:
 
     def __init__(self, kb: KnowledgeBase) -> None:
         self.kb = kb
+        kb.keep_warm()
         self._reindex_lock = threading.Lock()
 
     def search(self, params: dict[str, Any]) -> dict[str, Any]:
         return search_to_dict(self.kb.search(SearchRequest.from_params(params)))
+
+    def search_text(self, params: dict[str, Any]) -> dict[str, Any]:
+        """What `knowledge search` prints, so a warm CLI call needs neither click nor the records to print it."""
+        request = SearchRequest.from_params(params)
+        return {"text": response_to_text(self.kb.search(request), request.files_only, request.exact)}
 
     def source(self, params: dict[str, Any]) -> dict[str, Any]:
         chunk_id = _str(params, "id", required=False)

@@ -47,6 +47,7 @@ class KnowledgeHTTPServer(ThreadingHTTPServer):
 def _routes(backend: Backend) -> dict[tuple[str, str], Callable[[dict[str, Any]], dict[str, Any]]]:
     return {
         ("POST", "/v1/search"): backend.search,
+        ("POST", "/v1/search-text"): backend.search_text,
         ("POST", "/v1/source"): backend.source,
         ("GET", "/v1/status"): lambda _body: backend.status(),
         ("POST", "/v1/docs-for-file"): backend.docs_for_file,

@@ -165,6 +165,10 @@ class ChunkStore(Protocol):
         """BM25 over the chunks' lexical terms (any term may match), best first."""
         ...
 
+    def keep_warm(self, wait: bool = False) -> None:
+        """A long-running process holds this store: keep whatever makes its queries faster (may do nothing)."""
+        ...
+
     def lexical_terms(self, keys: Sequence[int]) -> dict[int, str]:
         """The lexical text (space-separated terms) stored for `keys`."""
         ...

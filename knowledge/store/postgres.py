@@ -447,6 +447,9 @@ class PostgresStore:
         best = sorted(scored, key=lambda item: (-round(item[1], 6), item[0]))[:k]
         return [ScoredKey(key, score) for key, score in best]
 
+    def keep_warm(self, wait: bool = False) -> None:
+        """Nothing to keep: the database holds its own caches."""
+
     def lexical_search(self, terms: Sequence[str], k: int) -> list[ScoredKey]:
         stems = _stems(terms)
         if not stems:

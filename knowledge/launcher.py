@@ -1,0 +1,78 @@
+"""The `knowledge` entry point. A plain `knowledge search` that this repository's daemon can answer is sent to it
+before click, the settings or the records are imported (about half of a warm call's cost); everything else, and any
+call the daemon cannot answer, goes to the click CLI, which prints the same output."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+_FLAGS = {"--json": "json", "--metadata-only": "metadata_only", "--files": "files_only", "--exact": "exact"}
+_VALUES = {"-k": ("k", int), "--budget": ("budget", int), "--kind": ("kind", str)}
+
+
+def warm_search_params(argv: list[str]) -> tuple[dict[str, Any], bool] | None:
+    """(search parameters, as JSON) for `search QUERY` with the simple options above; None for anything else."""
+    if len(argv) < 2 or argv[0] != "search":
+        return None
+    params: dict[str, Any] = {}
+    as_json = False
+    rest = iter(argv[1:])
+    for word in rest:
+        if word in _FLAGS:
+            if _FLAGS[word] == "json":
+                as_json = True
+            else:
+                params[_FLAGS[word]] = True
+        elif word in _VALUES:
+            name, kind = _VALUES[word]
+            value = next(rest, None)
+            if value is None:
+                return None
+            try:
+                params[name] = kind(value)
+            except ValueError:
+                return None
+        elif word.startswith("-") or "query" in params:
+            return None  # an option only click knows, or a second argument: click answers (or explains)
+        else:
+            params["query"] = word
+    return (params, as_json) if "query" in params else None
+
+
+def warm_answer(argv: list[str], cwd: Path) -> str | None:
+    """What the daemon prints for this call, or None when the click CLI must answer it."""
+    if os.environ.get("KNOWLEDGE_NO_DAEMON"):
+        return None
+    parsed = warm_search_params(argv)
+    if parsed is None:
+        return None
+    params, as_json = parsed
+    from .errors import KnowledgeError
+    from .server.daemon_client import find_socket, request
+
+    folder = find_socket(cwd.resolve())
+    if folder is None:
+        return None
+    try:
+        if as_json:
+            data = request(folder, "POST", "/v1/search", params)
+            return None if data is None else json.dumps(data, ensure_ascii=False, indent=2) + "\n"
+        data = request(folder, "POST", "/v1/search-text", params)
+    except KnowledgeError:  # a bad value: the CLI's own message
+        return None
+    return None if data is None or not isinstance(data.get("text"), str) else data["text"]
+
+
+def main() -> None:
+    answer = warm_answer(sys.argv[1:], Path.cwd())
+    if answer is None:
+        from .cli import main as cli_main
+
+        cli_main()
+        return
+    sys.stdout.write(answer)
+    sys.stdout.flush()
