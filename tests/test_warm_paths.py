@@ -29,6 +29,13 @@ peak = next(line.split()[1] for line in open("/proc/self/status") if line.starts
 print("LOADED", ",".join(loaded), peak, file=sys.stderr)
 """
 
+LAUNCHER_PROBE = """
+import sys
+from knowledge.launcher import main
+main()
+print("CLICK", "click" in sys.modules, file=sys.stderr)
+"""
+
 
 @pytest.fixture
 def env(monkeypatch, tmp_path):
@@ -80,6 +87,20 @@ def test_daemon_answers_like_the_cold_path_on_an_owner_only_socket(git_repo, env
         assert json.loads(warm.stdout) == json.loads(cold.stdout)
         text_cold = knowledge(git_repo, {**env, "KNOWLEDGE_NO_DAEMON": "1"}, "search", "token budget")
         assert knowledge(git_repo, env, "search", "token budget").stdout == text_cold.stdout
+        cold_env = {**env, "KNOWLEDGE_NO_DAEMON": "1"}
+        for options in (["-k", "2", "--kind", "docs"], ["--files"], ["--budget", "80", "--metadata-only"]):
+            asked = ("search", "token budget", *options)
+            assert knowledge(git_repo, env, *asked).stdout == knowledge(git_repo, cold_env, *asked).stdout
+        launched = subprocess.run(
+            [sys.executable, "-c", LAUNCHER_PROBE, "search", "token budget", "-k", "2"],
+            cwd=git_repo,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert launched.stdout == knowledge(git_repo, cold_env, "search", "token budget", "-k", "2").stdout
+        assert "CLICK False" in launched.stderr  # answered by the daemon before click was imported
         assert (
             knowledge(git_repo, env, "show", "docs/search.md:1-3").stdout
             == knowledge(git_repo, {**env, "KNOWLEDGE_NO_DAEMON": "1"}, "show", "docs/search.md:1-3").stdout
