@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Protocol
@@ -103,6 +103,22 @@ def chunk_files(
     on_progress: Callable[[Progress], None] | None = None,
 ) -> Chunked:
     """The chunks of `paths` in path order, with per-file facts and every problem found."""
+    out = Chunked()
+    for batch in chunk_batches(root, settings, kind, paths, commit, counter, on_progress):
+        out.extend(batch)
+    return out
+
+
+def chunk_batches(
+    root: Path,
+    settings: Settings,
+    kind: str,
+    paths: Sequence[str],
+    commit: str | None,
+    counter: Callable[[], TokenCounter],
+    on_progress: Callable[[Progress], None] | None = None,
+) -> Iterator[Chunked]:
+    """The chunks of `paths` a batch of files at a time, in path order, as soon as each batch is ready."""
     global _counter_factory, _counter
     import multiprocessing  # here, not at the top: a hook run that changes nothing never needs it
     from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -112,21 +128,23 @@ def chunk_files(
     stage = f"reading {kind}"
     workers = min(os.cpu_count() or 1, 8)
     _counter_factory = counter
+    parts = [paths[start : start + FILES_PER_TASK] for start in range(0, len(paths), FILES_PER_TASK)]
     if workers < 2 or len(paths) < PARALLEL_FROM_FILES or "fork" not in multiprocessing.get_all_start_methods():
         _counter = None
-        out = Chunked()
         last = 0.0
-        for start in range(0, len(paths), FILES_PER_TASK):
-            out.extend(_chunk_paths(job, paths[start : start + FILES_PER_TASK]))
+        done = 0
+        for part in parts:
+            yield _chunk_paths(job, part)
+            done += len(part)
             now = time.monotonic()
-            if on_progress is not None and (now - last > 0.1 or start + FILES_PER_TASK >= len(paths)):
+            if on_progress is not None and (now - last > 0.1 or done >= len(paths)):
                 last = now
-                on_progress(Progress(stage, min(len(paths), start + FILES_PER_TASK), len(paths)))
-        return out
+                on_progress(Progress(stage, done, len(paths)))
+        return
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")  # forked children must not share a thread pool
-    parts = [paths[start : start + FILES_PER_TASK] for start in range(0, len(paths), FILES_PER_TASK)]
     results: dict[int, Chunked] = {}
     done = 0
+    following = 0  # the next batch to hand out: batches leave in path order whatever order they finish in
     context = multiprocessing.get_context("fork")
     with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
         futures = {pool.submit(_chunk_paths, job, part): n for n, part in enumerate(parts)}
@@ -136,7 +154,6 @@ def chunk_files(
             done += len(parts[n])
             if on_progress is not None:
                 on_progress(Progress(stage, done, len(paths)))
-    out = Chunked()
-    for n in range(len(parts)):
-        out.extend(results[n])
-    return out
+            while following in results:
+                yield results.pop(following)
+                following += 1

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from .chunk_files import Chunked, TokenCounter, chunk_files
+from .chunk_files import Chunked, TokenCounter, chunk_batches, chunk_files
 from .chunking import CHUNKER_VERSION
 from .config import Settings
 from .corpus import candidate_paths
@@ -121,12 +121,31 @@ class Indexer:
         )
 
     def rebuild(self, kind: str, commit: str | None) -> tuple[ChunkStore, IndexReport]:
-        """A clean index of `kind` built beside the live one and swapped in; vectors come from the cache only."""
+        """A clean index of `kind` built beside the live one and swapped in; vectors come from the cache only.
+
+        With no live index to answer meanwhile, the new one goes live after its first batch of files and fills in
+        place, one transaction per batch: searchable within seconds of starting. It records the commit only when
+        complete, so an interrupted build is finished by the next run (what it lacks differs from the disk).
+        """
         started = time.monotonic()
+        progressive = not self.engine.exists(kind)
         store = self.engine.create(kind, self.manifest())
         paths = candidate_paths(self.root, self.settings, kind)
-        chunked = self._chunk(paths, kind, commit)
-        self._apply(store, frozenset(), chunked, commit)
+        batches = chunk_batches(self.root, self.settings, kind, paths, commit, self._counter, self._on_progress)
+        if not progressive:
+            chunked = Chunked()
+            for batch in batches:
+                chunked.extend(batch)
+            self._apply(store, frozenset(), chunked, commit)
+            store.publish()
+            return store, self._report(store, chunked, 0, started)
+        chunked = Chunked()
+        for number, batch in enumerate(batches):
+            chunked.extend(batch)
+            self._apply(store, frozenset(), batch, None, set_commit=False)
+            if number == 0:
+                store.publish()
+        store.set_commit(commit)
         store.publish()
         return store, self._report(store, chunked, 0, started)
 
@@ -147,7 +166,9 @@ class Indexer:
         self._apply(store, frozenset(relevant), chunked, commit)
         return self._report(store, chunked, removed, started)
 
-    def _apply(self, store: ChunkStore, remove: frozenset[str], chunked: Chunked, commit: str | None) -> None:
+    def _apply(
+        self, store: ChunkStore, remove: frozenset[str], chunked: Chunked, commit: str | None, set_commit: bool = True
+    ) -> None:
         cache = open_cache(self.settings, self.model)
         try:
             known = cache.get_many([c.content_hash for c in chunked.chunks]) if cache is not None else {}
@@ -163,6 +184,7 @@ class Indexer:
             files=chunked.files,
             problems=[*chunked.skipped, *chunked.warnings],
             commit=commit,
+            set_commit=set_commit,
         )
         store.apply(change)
 

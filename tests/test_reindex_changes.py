@@ -164,3 +164,35 @@ def test_a_new_chunker_rebuilds_on_the_next_run_even_with_nothing_changed(git_re
     assert report.chunks_embedded == 0  # every vector came from the cache
     assert {index.store.manifest.chunker_version for index in kb.indexes()} == {newer}
     assert kb.search("token budget", threshold=0).results[0].path == "docs/a.md"
+
+
+def test_a_first_build_is_searchable_after_its_first_batch_and_an_interrupted_one_is_finished_by_the_next_run(
+    git_repo, monkeypatch
+):
+    from knowledge import indexer
+
+    commit(git_repo, {f"docs/d{i:03}.md": DOC.format(t=f"Doc{i}", body=f"alpha{i} body") for i in range(100)})
+    real = indexer.chunk_batches
+    seen: list[list[str]] = []
+
+    def two_batches_then_killed(*args, **kwargs):
+        for number, batch in enumerate(real(*args, **kwargs)):
+            if number == 1:  # the first batch is live by now: a search in another process answers from it
+                seen.append([h.path for h in kb_for(git_repo).search("alpha3 body", threshold=0).results])
+            if number == 2:
+                raise KeyboardInterrupt
+            yield batch
+
+    monkeypatch.setattr(indexer, "chunk_batches", two_batches_then_killed)
+    with pytest.raises(KeyboardInterrupt):
+        kb_for(git_repo).reindex_all(embed=False)
+    assert seen and "docs/d003.md" in seen[0]
+    store = LocalStore.open(git_repo)
+    assert store.commit() is None  # not complete: no commit recorded
+    indexed = len(store.files())
+    assert 0 < indexed < 100
+    monkeypatch.setattr(indexer, "chunk_batches", real)
+    report = kb_for(git_repo).reindex_changes()  # what a hook runs next
+    assert report.files_indexed == 100 - indexed
+    assert LocalStore.open(git_repo).commit() == git(git_repo, "rev-parse", "HEAD").strip()
+    assert equals_clean_rebuild(git_repo)
