@@ -240,7 +240,7 @@ def main() -> None:
     parser.add_argument("--first-answer-limit", type=float, default=180.0)
     parser.add_argument("--files", type=int, default=5000)
     parser.add_argument("--sections", type=int, default=20)
-    parser.add_argument("--skip", nargs="*", default=[])
+    parser.add_argument("--skip", nargs="*", default=[], help="first, small, big")
     args = parser.parse_args()
     sides = {"main": args.baseline.resolve(), "new": HERE}
     out: dict[str, object] = {"repo": str(args.repo)}
@@ -252,31 +252,34 @@ def main() -> None:
                 for side, code in sides.items()
             }
             print(json.dumps(out["first_answer"]), file=sys.stderr)
-        small = {side: new_repo(HERE, work / f"self-{side}") for side in sides}
-        out["embedding_throughput"] = {}
-        for side, code in sides.items():
-            # Each side's defaults from an empty vector cache: the realistic code and doc texts of this repository.
-            home = fresh_home(args.home, work / f"self-home-{side}")
-            result, took, _ = knowledge(code, home, small[side], "reindex-all", "--quiet", "--json")
-            assert result.returncode == 0, result.stderr
-            report = json.loads(result.stdout)
-            embedded = report["chunks_embedded"]
-            out["embedding_throughput"][side] = {
-                "chunks": report["chunks_total"],
-                "embedded": embedded,
-                "seconds": round(took, 1),
-                "chunks_per_second": round(embedded / took, 2),
+        if "small" not in args.skip:  # throughput, hook and CLI costs on this repository
+            small = {side: new_repo(HERE, work / f"self-{side}") for side in sides}
+            out["embedding_throughput"] = {}
+            for side, code in sides.items():
+                # Each side's defaults from an empty vector cache: the realistic code and doc texts of this repository.
+                home = fresh_home(args.home, work / f"self-home-{side}")
+                result, took, _ = knowledge(code, home, small[side], "reindex-all", "--quiet", "--json")
+                assert result.returncode == 0, result.stderr
+                report = json.loads(result.stdout)
+                embedded = report["chunks_embedded"]
+                out["embedding_throughput"][side] = {
+                    "chunks": report["chunks_total"],
+                    "embedded": embedded,
+                    "seconds": round(took, 1),
+                    "chunks_per_second": round(embedded / took, 2),
+                }
+                print(json.dumps(out["embedding_throughput"]), file=sys.stderr)
+            out["hook_noop_commit"] = {side: hook_cost(code, small[side], args.home) for side, code in sides.items()}
+            out["cli_query_cold"] = {
+                side: cli_queries(code, small[side], args.home, False) for side, code in sides.items()
             }
-            print(json.dumps(out["embedding_throughput"]), file=sys.stderr)
-        out["hook_noop_commit"] = {side: hook_cost(code, small[side], args.home) for side, code in sides.items()}
-        out["cli_query_cold"] = {side: cli_queries(code, small[side], args.home, False) for side, code in sides.items()}
-        daemon_env = {k: v for k, v in env_for(HERE, args.home).items() if k != "KNOWLEDGE_NO_DAEMON"}
-        started = subprocess.run(
-            [sys.executable, "-m", "knowledge", "daemon", "start"], cwd=small["new"], env=daemon_env
-        )
-        if started.returncode == 0:
-            out["cli_query_daemon"] = {"new": cli_queries(HERE, small["new"], args.home, True)}
-            subprocess.run([sys.executable, "-m", "knowledge", "daemon", "stop"], cwd=small["new"], env=daemon_env)
+            daemon_env = {k: v for k, v in env_for(HERE, args.home).items() if k != "KNOWLEDGE_NO_DAEMON"}
+            started = subprocess.run(
+                [sys.executable, "-m", "knowledge", "daemon", "start"], cwd=small["new"], env=daemon_env
+            )
+            if started.returncode == 0:
+                out["cli_query_daemon"] = {"new": cli_queries(HERE, small["new"], args.home, True)}
+                subprocess.run([sys.executable, "-m", "knowledge", "daemon", "stop"], cwd=small["new"], env=daemon_env)
         print(json.dumps(out), file=sys.stderr)
         if "big" not in args.skip:
             home = fresh_home(args.home, work / "big-home")

@@ -186,7 +186,8 @@ def test_a_first_build_is_searchable_after_its_first_batch_and_an_interrupted_on
     monkeypatch.setattr(indexer, "chunk_batches", two_batches_then_killed)
     with pytest.raises(KeyboardInterrupt):
         kb_for(git_repo).reindex_all(embed=False)
-    assert seen and "docs/d003.md" in seen[0]
+    assert seen
+    assert "docs/d003.md" in seen[0]
     store = LocalStore.open(git_repo)
     assert store.commit() is None  # not complete: no commit recorded
     indexed = len(store.files())

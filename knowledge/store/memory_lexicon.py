@@ -28,17 +28,16 @@ class Stemmer:
     """Each word's FTS5 tokens (porter stems) as the index makes them, by tokenizing through FTS5 itself."""
 
     def __init__(self, tokenizer: str) -> None:
-        self._db = sqlite3.connect(":memory:", check_same_thread=False, isolation_level=None)
         self._tokenizer = tokenizer
         self._known: dict[str, tuple[str, ...]] = {}
         self._lock = threading.Lock()
-        self._create()
+        self._db = self._connect()
 
-    def _create(self) -> None:
-        self._db.execute("DROP TABLE IF EXISTS words_tokens")
-        self._db.execute("DROP TABLE IF EXISTS words")
-        self._db.execute(f'CREATE VIRTUAL TABLE words USING fts5(word, tokenize="{self._tokenizer}")')
-        self._db.execute("CREATE VIRTUAL TABLE words_tokens USING fts5vocab(words, instance)")
+    def _connect(self) -> sqlite3.Connection:
+        db = sqlite3.connect(":memory:", check_same_thread=False, isolation_level=None)
+        db.execute(f'CREATE VIRTUAL TABLE words USING fts5(word, tokenize="{self._tokenizer}")')
+        db.execute("CREATE VIRTUAL TABLE words_tokens USING fts5vocab(words, instance)")
+        return db
 
     def tokens(self, words: Iterable[str]) -> dict[str, tuple[str, ...]]:
         wanted = list(dict.fromkeys(words))
@@ -54,8 +53,9 @@ class Stemmer:
                 self._db.execute("COMMIT")
                 for row, word in enumerate(missing):
                     self._known[word] = tuple(term for _, term in sorted(found.get(row, [])))
-                if len(missing) > 1000:  # a build's vocabulary: a fresh table keeps later small lookups fast
-                    self._create()
+                if len(missing) > 1000:  # a build's vocabulary: a fresh database is faster and gives memory back
+                    self._db.close()
+                    self._db = self._connect()
             return {word: self._known[word] for word in wanted}
 
 
@@ -170,6 +170,7 @@ class MemoryLexicon:
             db.execute("COMMIT")
         finally:
             db.close()
+        _give_back_freed_memory()
 
     def _patched(self, db: sqlite3.Connection, state: _State, version: str) -> _State | None:
         """The state with rows added since the build as a second posting set and removed rows masked; None when so
@@ -251,3 +252,14 @@ def _bodies(db: sqlite3.Connection, after: int | None) -> Iterable[tuple[int, st
     if after is None:
         return db.execute("SELECT rowid, body FROM fts ORDER BY rowid")
     return db.execute("SELECT rowid, body FROM fts WHERE rowid > ? ORDER BY rowid", (after,))
+
+
+def _give_back_freed_memory() -> None:
+    """A build frees ~2x what it keeps, in pieces that fragment glibc's heap; without a trim a server at 100k chunks
+    keeps ~170 MB more resident than it uses."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc: the memory is reused by later allocations instead
+        pass
