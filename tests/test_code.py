@@ -101,24 +101,6 @@ def test_every_line_is_covered_once_by_entities_or_line_chunks():
         assert nonblank <= covered, (path.name, sorted(nonblank - covered))
 
 
-def test_doc_comments_right_above_an_entity_belong_to_its_chunk():
-    java = (
-        "package x;\n\n/**\n * A store.\n */\nclass Store {\n    int a = 1; // trailing\n    /** Gets. */\n"
-        "    int get() {\n        return a;\n    }\n\n    // plain\n\n    void gap() {}\n}\n"
-    )
-    go = "package main\n\n// Handler serves.\n// More.\nfunc Handler() {}\n"
-    shell = "#!/bin/bash\ndeploy() {\n  push\n}\n"
-    found = {}
-    for path, text in (("S.java", java), ("h.go", go), ("d.sh", shell)):
-        for chunk in chunk_code(SourceFile(path, "code", text, "h"), 256, words).chunks:
-            found[chunk.symbol or f"{path}:{chunk.line_start}"] = (chunk.line_start, chunk.line_end)
-    assert found["Store"][0] == 3  # its Javadoc
-    assert found["get"] == (8, 11)  # its Javadoc, not the field's trailing comment above it
-    assert found["gap"] == (15, 15)  # a comment with a blank line under it describes no entity
-    assert found["Handler"] == (3, 5)
-    assert found["deploy"] == (2, 4)  # a shebang is no doc comment
-
-
 def test_syntax_error_falls_back_to_line_chunks():
     parsed, found = entities("broken.py")
     assert found == {}
