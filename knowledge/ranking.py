@@ -20,6 +20,7 @@ from .records import Chunk
 
 class Ranked(Protocol):
     fused: float
+    final: float
     rules: dict[str, float]
 
 
@@ -108,6 +109,8 @@ def apply_rules(
 def diversify(ranked: Sequence[tuple[Ranked, Chunk | None]], rules: RankingRules = DEFAULT_RULES) -> list[int]:
     """Positions of `ranked` (best first) re-sorted after the second and later chunks of one file lose credit."""
     if not rules.enabled:
+        for candidate, _ in ranked:
+            candidate.final = candidate.fused
         return list(range(len(ranked)))
     seen: Counter[str] = Counter()
     scores = []
@@ -119,5 +122,6 @@ def diversify(ranked: Sequence[tuple[Ranked, Chunk | None]], rules: RankingRules
                 factor = rules.same_file_decay ** (seen[chunk.path] - rules.same_file_free)
                 candidate.rules["same_file"] = round(score * (factor - 1), 4)
                 score *= factor
+        candidate.final = score
         scores.append((-score, position))
     return [position for _, position in sorted(scores)]

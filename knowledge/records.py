@@ -99,6 +99,7 @@ class SearchHit:
     neighbour_of: str | None = None  # with --expand: "callee of ID" or "caller of ID" (ID: the top code hit)
     drift: str | None = None  # docs: what the section's referenced code did since the section last changed
     reference: str | None = None  # docs-for: the reference that ties the section to what was asked
+    relevance: float | None = None  # search: the score the results are ordered by, 0-1 (search.relevance)
 
 
 @dataclass(frozen=True, slots=True)

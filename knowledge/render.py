@@ -52,9 +52,12 @@ def search_to_text(response: SearchResponse) -> str:
         else:
             what = hit.section or hit.title
         via = f"  [{hit.neighbour_of}]" if hit.neighbour_of else ""
-        score = "lex  " if hit.score is None else f"{hit.score:.3f}"
+        # The relevance the results are ordered by (it falls down the list); a neighbour added by --expand has none.
+        shown = hit.relevance if hit.relevance is not None else hit.score
+        score = "  -  " if shown is None else f"{shown:.3f}"
+        lexical = "  [lexical match: no vector yet]" if hit.score is None else ""
         stale = "  [stale: file changed since indexing]" if hit.stale else ""
-        out.append(f"[{score}] {hit.path}:{hit.line_start}-{hit.line_end}  {what}{via}{stale}")
+        out.append(f"[{score}] {hit.path}:{hit.line_start}-{hit.line_end}  {what}{via}{lexical}{stale}")
         if hit.drift:
             out.append(f"        drift: {hit.drift}")
         for label, refs in (("calls", hit.calls), ("called by", hit.called_by)):

@@ -83,6 +83,7 @@ class Candidate:
     lexical_rank: int | None = None
     exact: bool = False
     fused: float = 0.0
+    final: float = 0.0  # the score the results are ordered by: fused, the rules, the same-file decay
     rules: dict[str, float] = field(default_factory=dict)  # what each ranking rule added (ranking.py)
 
 
@@ -287,6 +288,7 @@ def search(
             _hit(
                 chunk,
                 score=None if candidate.cosine is None else round(candidate.cosine, 4),
+                relevance=relevance(candidate.final, options.fusion),
                 content=chunk.content if full else None,
                 stale=stale_for(chunk.path),
                 explain=_explain(candidate) if options.explain else None,
@@ -397,6 +399,13 @@ def occurrences(
         full_threshold=options.full_threshold,
         model="",
     )
+
+
+def relevance(final: float, params: FusionParams) -> float:
+    """The order's score on a 0-1 scale: 1.0 is first place in both the dense and the lexical list (rule boosts past
+    it are capped); it never rises down a list of results, unlike the cosine beside it."""
+    ideal = (params.dense_weight + params.lexical_weight) / (params.k + 1)
+    return round(min(1.0, final / ideal), 3) if ideal > 0 else 0.0
 
 
 def _one_per_entity(

@@ -56,6 +56,7 @@ def test_reindex_then_search_json_schema(docs_repo):
         "neighbour_of",
         "drift",
         "reference",
+        "relevance",
     }
     assert top["id"] == "docs/search.md#token-budget"
     assert top["section"] == "Searching > Token budget"
@@ -211,7 +212,7 @@ def test_search_answers_lexically_before_any_vector_and_embed_completes_it(docs_
     assert data["results"]
     assert all(hit["score"] is None for hit in data["results"])
     text = run(docs_repo, "search", "token budget").stdout
-    assert "[lex  ]" in text
+    assert "[lexical match: no vector yet]" in text
     assert "0% embedded so far" in text
     status = json.loads(run(docs_repo, "status", "--json").stdout)
     assert status["chunks_pending"] == report.chunks_total
@@ -236,3 +237,18 @@ def test_a_closed_pipe_ends_quietly(git_repo):
     assert writer.returncode == 141
     assert "Traceback" not in writer.stderr.decode()
     assert "internal error" not in writer.stderr.decode()
+
+
+def test_the_displayed_score_follows_the_display_order(docs_repo):
+    import re
+
+    run(docs_repo, "reindex-all", "--quiet")
+    for query in ("token budget", "how are hooks installed", "hooks", "what happens when the model changes"):
+        data = json.loads(run(docs_repo, "search", query, "--json", "--threshold", "0").stdout)
+        relevance = [hit["relevance"] for hit in data["results"]]
+        assert len(relevance) > 1
+        assert relevance == sorted(relevance, reverse=True), query
+        assert all(0 < r <= 1 for r in relevance)
+        text = run(docs_repo, "search", query, "--threshold", "0").stdout
+        shown = [float(v) for v in re.findall(r"^\[(\d\.\d{3})\]", text, flags=re.MULTILINE)]
+        assert shown == relevance, query
