@@ -32,11 +32,14 @@ class RankingRules:
     demote: float = 0.6  # factor for tests, examples, vendored and generated code, shims, `__init__`, `.d.ts`
     same_file_decay: float = 0.5  # the second chunk of one file counts ×0.5, the third ×0.25, …
     same_file_free: int = 1  # chunks of one file at full credit before the decay starts
+    file_coherence: float = 0.5  # share of what the file's other candidates scored that a chunk gains …
+    file_coherence_cap: float = 2.0  # … counted up to this many first-rank votes
     enabled: bool = True
 
 
 DEFAULT_RULES = RankingRules()
-RULE_NAMES = ("defines", "file_words", "demoted", "same_file")  # what `--explain` shows, in this order
+# What `--explain` shows, in this order.
+RULE_NAMES = ("defines", "file_words", "file_coherence", "demoted", "same_file")
 
 _QUIET_PATH = re.compile(
     r"(^|/)(tests?|testing|__tests__|__mocks__|spec|specs|examples?|samples?|demos?|docs_src|vendor|vendored|"
@@ -104,6 +107,24 @@ def apply_rules(
         if not quiet_ok and _QUIET_PATH.search(chunk.path):
             candidate.rules["demoted"] = round(candidate.fused * (rules.demote - 1), 4)
             candidate.fused *= rules.demote
+    if rules.file_coherence:
+        _file_coherence(ranked, vote, rules)
+
+
+def _file_coherence(ranked: Sequence[tuple[Ranked, Chunk | None]], vote: float, rules: RankingRules) -> None:
+    """A chunk gains a share of what the other candidates of its file scored: a file that several retrieved chunks
+    point at is more likely the one the question is about (semble-dev 0.860 -> 0.875 at 0.5, capped at 2 votes)."""
+    per_file: dict[str, float] = {}
+    for candidate, chunk in ranked:
+        if chunk is not None and chunk.kind == "code":
+            per_file[chunk.path] = per_file.get(chunk.path, 0.0) + candidate.fused
+    for candidate, chunk in ranked:
+        if chunk is not None and chunk.kind == "code":
+            others = per_file[chunk.path] - candidate.fused
+            share = rules.file_coherence * min(others, rules.file_coherence_cap * vote)
+            if share:
+                candidate.rules["file_coherence"] = round(share, 4)
+                candidate.fused += share
 
 
 def diversify(ranked: Sequence[tuple[Ranked, Chunk | None]], rules: RankingRules = DEFAULT_RULES) -> list[int]:

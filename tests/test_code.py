@@ -101,6 +101,24 @@ def test_every_line_is_covered_once_by_entities_or_line_chunks():
         assert nonblank <= covered, (path.name, sorted(nonblank - covered))
 
 
+def test_a_doc_block_right_above_an_entity_belongs_to_its_chunk():
+    java = (
+        "package x;\n\n/**\n * A store.\n */\nclass Store {\n    int a = 1; /** trailing */\n    /** Gets. */\n"
+        "    int get() {\n        return a;\n    }\n\n    /** Far. */\n\n    void gap() {}\n\n    // plain\n"
+        "    void plain() {}\n}\n"
+    )
+    go = "package main\n\n// Handler serves.\nfunc Handler() {}\n"
+    found = {}
+    for path, text in (("S.java", java), ("h.go", go)):
+        for chunk in chunk_code(SourceFile(path, "code", text, "h"), 256, words).chunks:
+            found[chunk.symbol or f"{path}:{chunk.line_start}"] = (chunk.line_start, chunk.line_end)
+    assert found["Store"][0] == 3  # its Javadoc
+    assert found["get"] == (8, 11)  # its Javadoc, not the field's trailing comment above it
+    assert found["gap"] == (15, 15)  # a blank line between: the block describes nothing in particular
+    assert found["plain"] == (18, 18)  # a plain comment stays a line chunk of its own
+    assert found["Handler"] == (4, 4)
+
+
 def test_syntax_error_falls_back_to_line_chunks():
     parsed, found = entities("broken.py")
     assert found == {}
@@ -203,6 +221,7 @@ def test_cli_kind_and_explain(code_repo):
         "rule_file_words",
         "rule_demoted",
         "rule_same_file",
+        "rule_file_coherence",
     }
 
 
