@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Protocol
@@ -39,6 +39,13 @@ class Chunked:
     skipped: list[FileProblem] = field(default_factory=list)
     warnings: list[FileProblem] = field(default_factory=list)
     undescribed: list[str] = field(default_factory=list)
+
+    @classmethod
+    def merged(cls, batches: Iterable[Chunked]) -> Chunked:
+        out = cls()
+        for batch in batches:
+            out.extend(batch)
+        return out
 
     def extend(self, other: Chunked) -> None:
         self.chunks += other.chunks
@@ -90,22 +97,6 @@ def _chunk_paths(job: _Job, paths: Sequence[str]) -> Chunked:
         for chunk in parsed.chunks:
             out.chunks.append(replace(chunk, commit=job.commit))
             out.lexical.append(" ".join(terms(chunk_text(chunk))))
-    return out
-
-
-def chunk_files(
-    root: Path,
-    settings: Settings,
-    kind: str,
-    paths: Sequence[str],
-    commit: str | None,
-    counter: Callable[[], TokenCounter],
-    on_progress: Callable[[Progress], None] | None = None,
-) -> Chunked:
-    """The chunks of `paths` in path order, with per-file facts and every problem found."""
-    out = Chunked()
-    for batch in chunk_batches(root, settings, kind, paths, commit, counter, on_progress):
-        out.extend(batch)
     return out
 
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from .chunk_files import Chunked, TokenCounter, chunk_batches, chunk_files
+from .chunk_files import Chunked, TokenCounter, chunk_batches
 from .chunking import CHUNKER_VERSION
 from .config import Settings
 from .corpus import candidate_paths
@@ -133,9 +133,7 @@ class Indexer:
         paths = candidate_paths(self.root, self.settings, kind)
         batches = chunk_batches(self.root, self.settings, kind, paths, commit, self._counter, self._on_progress)
         if not progressive:
-            chunked = Chunked()
-            for batch in batches:
-                chunked.extend(batch)
+            chunked = Chunked.merged(batches)
             self._apply(store, frozenset(), chunked, commit)
             store.publish()
             return store, self._report(store, chunked, 0, started)
@@ -189,7 +187,9 @@ class Indexer:
         store.apply(change)
 
     def _chunk(self, paths: Iterable[str], kind: str, commit: str | None) -> Chunked:
-        return chunk_files(self.root, self.settings, kind, list(paths), commit, self._counter, self._on_progress)
+        return Chunked.merged(
+            chunk_batches(self.root, self.settings, kind, list(paths), commit, self._counter, self._on_progress)
+        )
 
     def _report(
         self, store: ChunkStore, chunked: Chunked, removed: int, started: float, write: bool = True
