@@ -104,11 +104,12 @@ def apply_rules(
             share = rules.file_words * vote * min(1.0, len(matched) / 2)
             candidate.rules["file_words"] = round(share, 4)
             candidate.fused += share
-        if not quiet_ok and _QUIET_PATH.search(chunk.path):
-            candidate.rules["demoted"] = round(candidate.fused * (rules.demote - 1), 4)
-            candidate.fused *= rules.demote
     if rules.file_coherence:
         _file_coherence(ranked, vote, rules)
+    for candidate, chunk in ranked:  # last, so that tests, examples and vendored code are demoted with their boosts
+        if chunk is not None and chunk.kind == "code" and not quiet_ok and _QUIET_PATH.search(chunk.path):
+            candidate.rules["demoted"] = round(candidate.fused * (rules.demote - 1), 4)
+            candidate.fused *= rules.demote
 
 
 def _file_coherence(ranked: Sequence[tuple[Ranked, Chunk | None]], vote: float, rules: RankingRules) -> None:
