@@ -119,11 +119,42 @@ def test_a_doc_block_right_above_an_entity_belongs_to_its_chunk():
     assert found["Handler"] == (4, 4)
 
 
-def test_syntax_error_falls_back_to_line_chunks():
+def test_syntax_error_falls_back_to_line_chunks_around_it_only():
     parsed, found = entities("broken.py")
-    assert found == {}
-    assert [p.problem for p in parsed.problems] == ["syntax error near line 4; indexed as line chunks"]
-    assert [(c.line_start, c.line_end, c.symbol_kind) for c in parsed.chunks] == [(1, 5, "")]
+    assert found == {("function", "", "ok"): (1, 2)}  # parsed cleanly before the error: still an entity
+    assert [p.problem for p in parsed.problems] == [
+        "syntax error near line 4; the code around it indexed as line chunks"
+    ]
+    assert [(c.line_start, c.line_end, c.symbol_kind, c.section) for c in parsed.chunks] == [
+        (1, 2, "function", "function"),
+        (4, 5, "", "lines"),
+    ]
+
+
+def test_lines_between_the_members_of_a_class_are_indexed():
+    text = (
+        "public class A {\n  private int x;\n\n  public void f() {\n    return;\n  }\n\n"
+        '  private static final String NAME = "wire_name";\n  private Map<String, String> cache;\n\n'
+        "  public void g() {}\n}\n"
+    )
+    parsed = chunk_code(SourceFile("A.java", "code", text, "h"), 256, words)
+    spans = [(c.line_start, c.line_end, c.symbol, c.parent, c.title) for c in parsed.chunks]
+    assert spans == [(1, 3, "A", "", "A"), (4, 6, "f", "A", "A.f"), (8, 9, "", "A", "A"), (11, 11, "g", "A", "A.g")]
+    assert "wire_name" in parsed.chunks[2].content  # it was dropped: the class covered it, no member held it
+    assert parsed.chunks[2].embed_text.startswith("A.java (java) module  in A\n")
+
+
+def test_a_c_file_with_an_unknown_macro_keeps_its_other_functions():
+    text = (
+        "static int first(int a) {\n  return a + 1;\n}\n\n"
+        "int broken(void) {\n  QUEUE_FOREACH(q, &loop->queue) {\n    use(q)\n  }\n  return 0;\n}\n\n"
+        "int last(void) {\n  return first(2);\n}\n"
+    )
+    parsed = chunk_code(SourceFile("uv.c", "code", text, "h"), 256, words)
+    assert len(parsed.problems) == 1
+    named = {c.symbol: (c.line_start, c.line_end) for c in parsed.chunks if c.symbol}
+    assert named == {"first": (1, 3), "last": (12, 14)}
+    assert any(c.line_start <= 7 <= c.line_end and not c.symbol for c in parsed.chunks)  # the broken one: lines
 
 
 def test_oversized_function_is_split_keeping_name_and_parent():
@@ -148,7 +179,7 @@ def code_repo(git_repo):
     files["docs/guide.md"] = "---\ndescription: guide\n---\n# Guide\n\nCall normalize on every path first.\n"
     commit(git_repo, files)
     report = kb_for(git_repo).reindex_all()
-    assert [str(p) for p in report.warnings] == ["src/broken.py: syntax error near line 4; indexed as line chunks"]
+    assert [str(p) for p in report.warnings] == ["src/broken.py: syntax error near line 4; the code around it indexed as line chunks"]
     return git_repo
 
 
@@ -252,3 +283,20 @@ def test_python_calls_are_resolved_with_ast(git_repo):
     assert {"name": "open_store", "path": "pkg/store.py", "line": 14} in main.calls  # from pkg.store import …
     save = next(h for h in kb.search("Store.save", kind="code", threshold=0.0).results if h.symbol == "save")
     assert save.calls == ({"name": "Store.validate", "path": "pkg/store.py", "line": 5},)  # not Draft.validate
+
+
+def test_an_unknown_macro_in_a_cpp_signature_keeps_the_function():
+    text = "FMT_CONSTEXPR20 inline auto clz(unsigned x) -> int {\n  return 1;\n}\n"
+    parsed = chunk_code(SourceFile("bits.cc", "code", text, "h"), 256, words)
+    assert len(parsed.problems) == 1  # still reported: the grammar does not know the macro
+    assert [(c.symbol, c.line_start, c.line_end) for c in parsed.chunks] == [("clz", 1, 3)]
+
+
+def test_a_cpp_header_is_read_as_cpp():
+    text = "namespace fmt {\ntemplate <typename T> struct formatter {\n  auto parse() -> int { return 0; }\n};\n}\n"
+    parsed = chunk_code(SourceFile("fmt.h", "code", text, "h"), 256, words)
+    assert parsed.problems == []
+    assert {c.language for c in parsed.chunks} == {"cpp"}
+    assert ("parse", "method", "formatter") in {(c.symbol, c.symbol_kind, c.parent) for c in parsed.chunks}
+    plain_c = chunk_code(SourceFile("uv.h", "code", "struct uv_loop { int alive; };\n", "h"), 256, words)
+    assert {c.language for c in plain_c.chunks} == {"c"}

@@ -1,5 +1,5 @@
 """The eleven languages added to the ten: each grammar wheel loads, and a small real file gives its entities with
-kind, parent, exact lines and calls; a syntax error falls back to line chunks, reported once."""
+kind, parent, exact lines and calls; a syntax error falls back to line chunks around it, reported once."""
 
 from pathlib import Path
 
@@ -102,5 +102,8 @@ def test_a_syntax_error_falls_back_to_line_chunks_reported_once(name):
     parsed = chunks_of(name, broken)
     assert len(parsed.problems) == 1
     assert "syntax error near line" in parsed.problems[0].problem
-    assert parsed.chunks
-    assert all(not c.symbol for c in parsed.chunks)
+    garbage = broken.count("\n")  # its line number
+    assert [c.symbol for c in parsed.chunks if c.line_start <= garbage <= c.line_end] == [""]
+    lines = broken.split("\n")
+    held = {n for c in parsed.chunks for n in range(c.line_start, c.line_end + 1)}
+    assert all(n + 1 in held for n, text in enumerate(lines) if any(ch.isalnum() for ch in text))  # nothing lost

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
@@ -18,7 +19,7 @@ from typing import Any
 from ..records import Chunk, FileProblem, SourceFile
 from .ids import unique_chunk_id
 
-CODE_CHUNKER_VERSION = 7
+CODE_CHUNKER_VERSION = 8
 OVERLAP_LINES = 2
 # Measured on CoSQA through this chunker (bench/code_bench.py, MiniLM): nDCG@10 0.5819 with "N: " line prefixes in
 # the embedded text, 0.5869 without. Line ranges stay in the metadata either way.
@@ -36,6 +37,8 @@ class LanguageSpec:
     # The one hook for a language's oddities: (kind, name) for a node the `entities` table cannot describe
     # (Elixir's `def` is a call, Zig's `const Name = struct {…}` an anonymous struct), else None.
     entity: Callable[[Any, bytes], tuple[str, str] | None] | None = None
+    # C and C++: an unknown macro (`FMT_CONSTEXPR auto f()`) is a parse error outside the body that breaks nothing.
+    macros: bool = False
 
 
 def _has_child(node: Any, types: set[str], text: bytes | None = None, src: bytes = b"") -> bool:  # noqa: ANN401
@@ -62,6 +65,7 @@ TS_ENTITIES = {
     "interface_declaration": "interface",
     "abstract_class_declaration": "class",
     "enum_declaration": "enum",
+    "type_alias_declaration": "type",
 }
 C_ENTITIES = {"function_definition": "function", "struct_specifier": "struct"}
 _ELIXIR_DEFINITIONS = {
@@ -148,6 +152,9 @@ LANGUAGES: dict[str, LanguageSpec] = {
             "trait_item": "trait",
             "impl_item": "impl",
             "function_signature_item": "function",
+            "type_item": "type",
+            "union_item": "union",
+            "macro_definition": "macro",
         },
         ("call_expression", "macro_invocation"),
         lambda node, name, src: _has_child(node, {"visibility_modifier"}),
@@ -288,7 +295,9 @@ def _c_exported(node: Any, name: str, src: bytes) -> bool:  # noqa: ANN401
 
 
 for _ext in (".c", ".h"):
-    LANGUAGES[_ext] = LanguageSpec("c", "tree_sitter_c", "language", C_ENTITIES, ("call_expression",), _c_exported)
+    LANGUAGES[_ext] = LanguageSpec(
+        "c", "tree_sitter_c", "language", C_ENTITIES, ("call_expression",), _c_exported, macros=True
+    )
 for _ext in (".cc", ".cpp", ".cxx", ".hpp", ".hh", ".hxx"):
     LANGUAGES[_ext] = LanguageSpec(
         "cpp",
@@ -297,6 +306,7 @@ for _ext in (".cc", ".cpp", ".cxx", ".hpp", ".hh", ".hxx"):
         {**C_ENTITIES, "class_specifier": "class"},
         ("call_expression",),
         _c_exported,
+        macros=True,
     )
 CONTAINERS = {"class", "interface", "struct", "trait", "impl", "enum", "type", "module", "object", "protocol", "union"}
 _PARSERS: dict[str, Any] = {}
@@ -315,8 +325,19 @@ class Entity:
     children: list[Entity] = field(default_factory=list)
 
 
-def language_of(path: str) -> LanguageSpec | None:
-    return LANGUAGES.get(PurePosixPath(path).suffix.lower())
+# A `.h` header is C++ as often as C (fmtlib, most C++ libraries); read as C, a C++ header is one long syntax error.
+_CPP_HEADER = re.compile(
+    r"^\s*(namespace\s+[\w:]+\s*\{|template\s*<|(class|struct)\s+\w+\s*(final\s*)?:\s*(public|private|protected)\b"
+    r"|(public|private|protected)\s*:|using\s+namespace\b)|\bstd::",
+    re.MULTILINE,
+)
+
+
+def language_of(path: str, text: str = "") -> LanguageSpec | None:
+    suffix = PurePosixPath(path).suffix.lower()
+    if suffix == ".h" and _CPP_HEADER.search(text):
+        return LANGUAGES[".hpp"]
+    return LANGUAGES.get(suffix)
 
 
 def _parser(spec: LanguageSpec) -> Any:  # noqa: ANN401 - tree_sitter.Parser
@@ -341,9 +362,9 @@ def _name(node: Any, src: bytes) -> str:  # noqa: ANN401
         holder = node.parent  # const name = () => …  /  name: function () …
         target = holder.child_by_field_name("name") or holder.child_by_field_name("key")
         return _text(target, src) if target is not None else ""
-    if node.type == "impl_item":
+    if node.type == "impl_item":  # impl<S> Trait<S> for Query<T> -> Query
         kind = node.child_by_field_name("type")
-        return _text(kind, src) if kind is not None else ""
+        return _text(kind, src).split("<", 1)[0] if kind is not None else ""
     declarator = node.child_by_field_name("declarator")
     while declarator is not None:  # C/C++: int *f(int) -> f; A::b -> A::b
         if declarator.type in {
@@ -395,7 +416,11 @@ def _walk(node: Any, spec: LanguageSpec, src: bytes, parent: Entity | None, out:
     if kind is not None:
         name = hooked[1] if hooked is not None else _name(node, src)
         anonymous_callback = node.type in {"arrow_function", "function_expression"} and not name
-        if name and not anonymous_callback:
+        # A function with a syntax error is left to line chunks (its extent may be wrong), unless the error is a C
+        # macro outside a clean body. A class keeps its name and header: its clean members are entities of their
+        # own, the broken ones line chunks.
+        broken = node.has_error and kind not in CONTAINERS and not (spec.macros and _clean_body(node, name))
+        if name and not anonymous_callback and not broken:
             if parent is not None and kind == "function" and parent.kind in CONTAINERS:
                 kind = "method"
             if node.type == "method_declaration" and spec.name == "go":
@@ -445,6 +470,15 @@ def _walk(node: Any, spec: LanguageSpec, src: bytes, parent: Entity | None, out:
                 _walk(argument, spec, src, entity or parent, out)
             continue
         _walk(child, spec, src, entity or parent, out)
+
+
+_PLAIN_NAME = re.compile(r"~?[A-Za-z_]\w*(::~?[A-Za-z_]\w*)*|operator\W.*", re.DOTALL)
+_KEYWORDS = frozenset({"namespace", "template", "typename", "struct", "class", "enum", "union", "return", "if"})
+
+
+def _clean_body(node: Any, name: str) -> bool:  # noqa: ANN401
+    body = node.child_by_field_name("body")
+    return body is not None and not body.has_error and name not in _KEYWORDS and _PLAIN_NAME.fullmatch(name) is not None
 
 
 def _leading_comments_start(node: Any, src: bytes) -> int:  # noqa: ANN401
@@ -512,33 +546,37 @@ def _line_windows(
 def chunk_code(source: SourceFile, max_tokens: int, count_tokens: Callable[[str], int]) -> ParsedCode:
     """Entity chunks for a supported language, line chunks otherwise or on a parse error."""
     lines = source.text.split("\n")
-    spec = language_of(source.path)
+    spec = language_of(source.path, source.text)
     language = spec.name if spec else PurePosixPath(source.path).suffix.lstrip(".") or "text"
     problems: list[FileProblem] = []
     entities: list[Entity] = []
     if spec is not None:
         src = source.text.encode("utf-8")
         tree = _parser(spec).parse(src)
+        # tree-sitter recovers around a syntax error (in C an unknown macro is one): what parsed cleanly keeps its
+        # entities, the code around the error becomes line chunks. Dropping every entity of such a file left 43 of
+        # libuv's 104 files and 14 of fmtlib's 15 as line chunks only.
         if tree.root_node.has_error:
             bad = _first_error(tree.root_node)
-            problems.append(FileProblem(source.path, f"syntax error near line {bad}; indexed as line chunks"))
-        else:
-            try:
-                _entities(tree, spec, src, source, entities)
-            except RecursionError:  # nesting deeper than the walk can follow: the file still gets line chunks
-                entities.clear()
-                problems.append(FileProblem(source.path, "nested too deeply to parse; indexed as line chunks"))
+            problems.append(
+                FileProblem(source.path, f"syntax error near line {bad}; the code around it indexed as line chunks")
+            )
+        try:
+            _entities(tree, spec, src, source, entities)
+        except RecursionError:  # nesting deeper than the walk can follow: the file still gets line chunks
+            entities.clear()
+            problems[:] = [FileProblem(source.path, "nested too deeply to parse; indexed as line chunks")]
     chunks: list[Chunk] = []
     used_ids: set[str] = set()
     covered = [False] * len(lines)
 
-    def emit(entity: Entity | None, start: int, end: int, kind: str) -> None:
+    def emit(entity: Entity | None, start: int, end: int, kind: str, owner: str = "") -> None:
         name = entity.name if entity else ""
-        parent = entity.parent if entity else ""
+        parent = entity.parent if entity else owner
         header = f"{source.path} ({language}) {kind} {name}" + (f" in {parent}" if parent else "") + "\n"
         budget = max(32, max_tokens - count_tokens(header) - 2)
         windows = _line_windows(start, end, lines, budget, count_tokens)
-        qualified = f"{parent}.{name}" if parent else name
+        qualified = f"{parent}.{name}" if parent and name else name
         base = f"{source.path}#{qualified or f'L{start + 1}'}"
         for part, (first, last) in enumerate(windows):
             chunk_id = unique_chunk_id(base, part, used_ids)
@@ -549,7 +587,7 @@ def chunk_code(source: SourceFile, max_tokens: int, count_tokens: Callable[[str]
                     id=chunk_id,
                     path=source.path,
                     kind="code",
-                    title=qualified or PurePosixPath(source.path).name,
+                    title=qualified or parent or PurePosixPath(source.path).name,
                     description="",
                     section=kind,
                     line_start=first + 1,
@@ -567,27 +605,32 @@ def chunk_code(source: SourceFile, max_tokens: int, count_tokens: Callable[[str]
                 )
             )
 
-    for entity in _flatten(entities):
+    owner: list[str] = [""] * len(lines)  # the innermost container around each line, for the lines between members
+    for entity in _flatten(entities):  # outer containers come before their inner ones
         end = entity.end
         if entity.children and entity.kind in CONTAINERS:
             end = max(entity.start, min(child.start for child in entity.children) - 1)  # the header only
+            owner[end + 1 : entity.end + 1] = [entity.name] * (entity.end - end)
         emit(entity, entity.start, end, entity.kind)
-        for line in range(entity.start, entity.end + 1):
+        for line in range(entity.start, end + 1):
             covered[line] = True
+    # What no entity holds (imports, constants, fields between methods, code around a syntax error) is chunked as
+    # runs of lines, split where the enclosing container changes; a run of braces and blank lines says nothing.
+    gap_kind = "module" if spec is not None and not problems else "lines"
     gap_start = None
     for line in range(len(lines) + 1):
         inside_gap = line < len(lines) and not covered[line]
-        if inside_gap and gap_start is None:
-            gap_start = line
-        elif not inside_gap and gap_start is not None:
+        if gap_start is not None and (not inside_gap or owner[line] != owner[gap_start]):
             first, last = gap_start, line - 1
             while first <= last and not lines[first].strip():
                 first += 1
             while last >= first and not lines[last].strip():
                 last -= 1
-            if first <= last:
-                emit(None, first, last, "module" if spec is not None and not problems else "lines")
+            if first <= last and any(ch.isalnum() for text in lines[first : last + 1] for ch in text):
+                emit(None, first, last, gap_kind, owner[first])
             gap_start = None
+        if inside_gap and gap_start is None:
+            gap_start = line
     chunks.sort(key=lambda c: (c.line_start, c.line_end))
     return ParsedCode(chunks, problems)
 
@@ -640,7 +683,7 @@ def _signature(lines: list[str], name: str) -> str:
 
 def outline(path: str, text: str) -> list[Definition]:
     """The entities of `path` holding `text` (empty for unsupported languages or files that do not parse)."""
-    spec = language_of(path)
+    spec = language_of(path, text)
     if spec is None:
         return []
     src = text.encode("utf-8")
