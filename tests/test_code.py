@@ -298,5 +298,8 @@ def test_a_cpp_header_is_read_as_cpp():
     assert parsed.problems == []
     assert {c.language for c in parsed.chunks} == {"cpp"}
     assert ("parse", "method", "formatter") in {(c.symbol, c.symbol_kind, c.parent) for c in parsed.chunks}
+    specialised = "template <typename T> struct formatter<std::atomic<T>, char> {};\nint operator<<(int a, int b) {}\n"
+    names = {c.symbol for c in chunk_code(SourceFile("f.cc", "code", specialised, "h"), 256, words).chunks}
+    assert names == {"formatter", "operator<<"}  # found by the template's name; an operator keeps its own
     plain_c = chunk_code(SourceFile("uv.h", "code", "struct uv_loop { int alive; };\n", "h"), 256, words)
     assert {c.language for c in plain_c.chunks} == {"c"}

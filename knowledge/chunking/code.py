@@ -19,7 +19,7 @@ from typing import Any
 from ..records import Chunk, FileProblem, SourceFile
 from .ids import unique_chunk_id
 
-CODE_CHUNKER_VERSION = 9
+CODE_CHUNKER_VERSION = 10
 OVERLAP_LINES = 2
 # Measured on CoSQA through this chunker (bench/code_bench.py, MiniLM): nDCG@10 0.5819 with "N: " line prefixes in
 # the embedded text, 0.5869 without. Line ranges stay in the metadata either way.
@@ -354,7 +354,26 @@ def _text(node: Any, src: bytes) -> str:  # noqa: ANN401
     return src[node.start_byte : node.end_byte].decode("utf-8", errors="replace")
 
 
+_TEMPLATE_ARGUMENTS = re.compile(r"<[^<>]*>")
+
+
+def _without_template_arguments(name: str) -> str:
+    """`formatter<std::atomic<T>, Char>` -> `formatter`, `parse_context<Char>::check` -> `parse_context::check`: a
+    specialisation is found by the template's name (operators such as `operator<<` are left alone)."""
+    if "<" not in name or "operator" in name:
+        return name
+    while True:
+        shorter = _TEMPLATE_ARGUMENTS.sub("", name)
+        if shorter == name:
+            return " ".join(shorter.split())
+        name = shorter
+
+
 def _name(node: Any, src: bytes) -> str:  # noqa: ANN401
+    return _without_template_arguments(_raw_name(node, src))
+
+
+def _raw_name(node: Any, src: bytes) -> str:  # noqa: ANN401
     named = node.child_by_field_name("name")
     if named is not None:
         return _text(named, src)
@@ -364,7 +383,7 @@ def _name(node: Any, src: bytes) -> str:  # noqa: ANN401
         return _text(target, src) if target is not None else ""
     if node.type == "impl_item":  # impl<S> Trait<S> for Query<T> -> Query
         kind = node.child_by_field_name("type")
-        return _text(kind, src).split("<", 1)[0] if kind is not None else ""
+        return _text(kind, src) if kind is not None else ""
     declarator = node.child_by_field_name("declarator")
     while declarator is not None:  # C/C++: int *f(int) -> f; A::b -> A::b
         if declarator.type in {
