@@ -67,6 +67,12 @@ def index_fingerprint(model_fingerprint: str) -> str:
     return f"{model_fingerprint}-c{CHUNKER_VERSION}"
 
 
+def model_fingerprint_of(index_fingerprint: str) -> str:
+    """The model's part: an index chunked by an older chunker still answers with the same model's vectors (the
+    next reindex chunks it again)."""
+    return index_fingerprint.rsplit("-c", 1)[0]
+
+
 def open_cache(settings: Settings, model: ModelIdentity) -> EmbeddingCache | None:
     if not model.fingerprint:
         return None

@@ -33,7 +33,7 @@ from .findability import TOP
 from .findability import evaluate as evaluate_findability
 from .fs import atomic_write, file_lock, is_locked
 from .git import repo_root
-from .indexer import EmbedResult, Indexer, ProgressCallback, embed_pending, index_fingerprint, open_cache
+from .indexer import EmbedResult, Indexer, ProgressCallback, embed_pending, model_fingerprint_of, open_cache
 from .kind import KindIndex
 from .model_access import EmbedderFactory, ModelAccess
 from .records import (
@@ -316,9 +316,9 @@ class KnowledgeBase:
                 manifest = index.store.manifest
                 if not self.model.may_have_built(manifest.model_id, manifest.model_variant, manifest.fingerprint):
                     raise self._model_mismatch(index)
-            fingerprint = index_fingerprint(self.model.identity().fingerprint)
+            fingerprint = self.model.identity().fingerprint
             for index in sources:
-                if index.store.manifest.fingerprint != fingerprint:
+                if model_fingerprint_of(index.store.manifest.fingerprint) != fingerprint:
                     raise self._model_mismatch(index)
             embed_query = self.model.embedder().embed_query
         else:

@@ -160,6 +160,7 @@ def test_a_new_chunker_rebuilds_on_the_next_run_even_with_nothing_changed(git_re
     monkeypatch.setattr(knowledge.kb, "CHUNKER_VERSION", newer)
     monkeypatch.setattr(knowledge.indexer, "CHUNKER_VERSION", newer)
     kb = KnowledgeBase.open(git_repo, embedder_factory=lambda s: HashingEmbedder())
+    assert kb.search("token budget", threshold=0).results[0].path == "docs/a.md"  # before the hook has run too
     report = kb.reindex_changes()
     assert report.chunks_embedded == 0  # every vector came from the cache
     assert {index.store.manifest.chunker_version for index in kb.indexes()} == {newer}
