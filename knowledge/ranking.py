@@ -28,9 +28,11 @@ class Ranked(Protocol):
 class RankingRules:
     defines: float = 2.0  # first-rank votes for the chunk that defines a name the query asks for
     defines_in_named_file: float = 1.0  # more when the file or module is named like it too
-    file_words: float = 1.0  # query words that name the file or its folder
+    defines_other_case: float = 0.5  # factor when the query spells a type (`FromRequest`) and this is `from_request`
+    file_words: float = 1.0  # query words that name the file or its folder …
+    file_stem_coverage: float = 0.5  # … half of it by how much of the file's own name the query covers
     demote: float = 0.6  # factor for tests, examples, vendored and generated code, shims, `__init__`, `.d.ts`
-    same_file_decay: float = 0.5  # the second chunk of one file counts ×0.5, the third ×0.25, …
+    same_file_decay: float = 0.35  # the second chunk of one file counts ×0.35, the third ×0.12, …
     same_file_free: int = 1  # chunks of one file at full credit before the decay starts
     file_coherence: float = 0.5  # share of what the file's other candidates scored that a chunk gains …
     file_coherence_cap: float = 2.0  # … counted up to this many first-rank votes
@@ -79,6 +81,16 @@ def _path_words(path: str) -> set[str]:
     }
 
 
+def _type_named(query: str, symbol: str) -> bool:
+    """Whether the query spells `symbol` (normalised) as a type: `FromRequest` asks for the trait, not `from_request`
+    (semble-dev symbol 0.955 -> 0.961)."""
+    return any(token[:1].isupper() and token.lower().replace("_", "") == symbol for token in _WORD.findall(query))
+
+
+def _stem_words(path: str) -> set[str]:
+    return {_normal(part) for part in _PARTS.findall(PurePosixPath(path).stem) if len(part) > 2}
+
+
 def apply_rules(
     ranked: Sequence[tuple[Ranked, Chunk | None]], query: str, vote: float, rules: RankingRules = DEFAULT_RULES
 ) -> None:
@@ -95,6 +107,8 @@ def apply_rules(
         path_words = _path_words(chunk.path)
         if symbol and symbol in names:
             share = rules.defines * vote
+            if _type_named(query, symbol) and not chunk.symbol[:1].isupper():
+                share *= rules.defines_other_case
             if symbol in path_words or _normal(symbol) in path_words:
                 share += rules.defines_in_named_file * vote
             candidate.rules["defines"] = round(share, 4)
@@ -102,6 +116,10 @@ def apply_rules(
         matched = query_words & path_words
         if matched:
             share = rules.file_words * vote * min(1.0, len(matched) / 2)
+            stem = _stem_words(chunk.path)
+            if stem:  # FieldNamingPolicy.java over FieldNamingStrategy.java for "field naming policy"
+                coverage = len(stem & query_words) / len(stem)
+                share *= 1 - rules.file_stem_coverage + rules.file_stem_coverage * coverage
             candidate.rules["file_words"] = round(share, 4)
             candidate.fused += share
     if rules.file_coherence:

@@ -179,7 +179,9 @@ def code_repo(git_repo):
     files["docs/guide.md"] = "---\ndescription: guide\n---\n# Guide\n\nCall normalize on every path first.\n"
     commit(git_repo, files)
     report = kb_for(git_repo).reindex_all()
-    assert [str(p) for p in report.warnings] == ["src/broken.py: syntax error near line 4; the code around it indexed as line chunks"]
+    assert [str(p) for p in report.warnings] == [
+        "src/broken.py: syntax error near line 4; the code around it indexed as line chunks"
+    ]
     return git_repo
 
 

@@ -60,7 +60,7 @@ def test_a_query_about_tests_keeps_tests():
 def test_a_second_chunk_of_one_file_gives_way():
     ranked = [(Scored(1.0 - n / 100), chunk("a.py", f"f{n}")) for n in range(3)] + [(Scored(0.6), chunk("b.py"))]
     order = diversify(ranked)
-    assert order == [0, 3, 1, 2]  # a.py's second chunk (0.99 x 0.5) and third (0.98 x 0.25) fall behind b.py's first
+    assert order == [0, 3, 1, 2]  # a.py's second chunk (0.99 x 0.35) and third (0.98 x 0.12) fall behind b.py's first
     assert ranked[1][0].rules["same_file"] < 0
     assert diversify(ranked, RankingRules(enabled=False)) == [0, 1, 2, 3]
 
@@ -213,3 +213,27 @@ def test_exact_mode_lists_every_occurrence_without_a_model(git_repo, monkeypatch
     data = __import__("json").loads(limited.stdout)
     assert [(r["path"], r["line_start"]) for r in data["results"]] == [("src/a.py", 1), ("src/a.py", 6)]
     assert data["omitted"] == 2
+
+
+def test_the_file_whose_own_name_the_query_spells_gets_more_of_the_file_word_credit():
+    ranked = [
+        (Scored(0.3), chunk("gson/FieldNamingStrategy.java", "FieldNamingStrategy")),
+        (Scored(0.3), chunk("gson/FieldNamingPolicy.java", "FieldNamingPolicy")),
+    ]
+    apply_rules(ranked, "field naming policy and key transformation", vote=1 / 6)
+    strategy, policy = (scored.rules["file_words"] for scored, _ in ranked)
+    assert policy == pytest.approx(1 / 6, abs=1e-4)  # two words or more matched, all three of its own name's words
+    assert strategy == pytest.approx(1 / 6 * (0.5 + 0.5 * 2 / 3), abs=1e-4)
+
+
+def test_a_type_name_query_prefers_the_type_to_a_snake_case_method():
+    ranked = [
+        (Scored(0.3), chunk("src/form.rs", "from_request")),
+        (Scored(0.3), chunk("src/extract.rs", "FromRequest")),
+    ]
+    apply_rules(ranked, "FromRequest", vote=1 / 6)
+    method, trait = (scored.rules["defines"] for scored, _ in ranked)
+    assert trait == pytest.approx(2 / 6, abs=1e-4) and method == pytest.approx(1 / 6, abs=1e-4)
+    snake = [(Scored(0.3), chunk("src/form.rs", "from_request"))]
+    apply_rules(snake, "from_request", vote=1 / 6)
+    assert snake[0][0].rules["defines"] == pytest.approx(2 / 6, abs=1e-4)  # spelled as it is: full credit
