@@ -103,11 +103,13 @@ def apply_rules(
     for candidate, chunk in ranked:
         if chunk is None or chunk.kind != "code":
             continue
-        symbol = chunk.symbol.lower().replace("_", "")
+        # what the chunk defines: its entity, else a constant or variable declared in it
+        spelled = next((n for n in (chunk.symbol, *chunk.names) if n and n.lower().replace("_", "") in names), "")
+        symbol = spelled.lower().replace("_", "")
         path_words = _path_words(chunk.path)
-        if symbol and symbol in names:
+        if symbol:
             share = rules.defines * vote
-            if _type_named(query, symbol) and not chunk.symbol[:1].isupper():
+            if _type_named(query, symbol) and not spelled[:1].isupper():
                 share *= rules.defines_other_case
             if symbol in path_words or _normal(symbol) in path_words:
                 share += rules.defines_in_named_file * vote

@@ -42,6 +42,7 @@ class Chunk:
     exported: bool | None = None  # None where the language has no such notion
     calls: tuple[str, ...] = ()  # names this entity calls
     references: tuple[str, ...] = ()  # docs: what the section links to or names (see references.py)
+    names: tuple[str, ...] = ()  # code: constants, variables and type names declared here outside any function
 
 
 @dataclass(frozen=True, slots=True)

@@ -305,3 +305,23 @@ def test_a_cpp_header_is_read_as_cpp():
     assert names == {"formatter", "operator<<"}  # found by the template's name; an operator keeps its own
     plain_c = chunk_code(SourceFile("uv.h", "code", "struct uv_loop { int alive; };\n", "h"), 256, words)
     assert {c.language for c in plain_c.chunks} == {"c"}
+
+
+@pytest.mark.parametrize(
+    ("path", "text", "expected"),
+    [
+        ("g.py", "g: T = LocalProxy(1)\nsession = LocalProxy(2)\n\ndef f():\n    local = 1\n", ["g", "session"]),
+        ("a.ts", "export const createRouter = (x) => x;\nexport const DEFAULT = 1;\n", ["DEFAULT"]),
+        ("a.go", 'package m\n\nconst (\n\tMaxDepth = 3\n)\nvar ErrX = errors.New("x")\n', ["MaxDepth", "ErrX"]),
+        ("a.rs", 'pub const MAX: u8 = 3;\nstatic NAME: &str = "x";\nfn f() { let z = 1; }\n', ["MAX", "NAME"]),
+        ("A.java", "class A {\n  static final int LIMIT = 3;\n  void f() { int local = 1; }\n}\n", ["LIMIT"]),
+        (
+            "uv.c",
+            "#define UV_MAX 3\nstatic int counter = 0;\nint f(void) { int local = 1; return local; }\n",
+            ["UV_MAX", "counter"],
+        ),
+    ],
+)
+def test_names_declared_outside_functions_are_recorded_on_their_chunk(path, text, expected):
+    chunks = chunk_code(SourceFile(path, "code", text, "h"), 256, words).chunks
+    assert [name for c in chunks for name in c.names] == expected  # never a function's local variable

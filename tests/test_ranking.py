@@ -233,7 +233,8 @@ def test_a_type_name_query_prefers_the_type_to_a_snake_case_method():
     ]
     apply_rules(ranked, "FromRequest", vote=1 / 6)
     method, trait = (scored.rules["defines"] for scored, _ in ranked)
-    assert trait == pytest.approx(2 / 6, abs=1e-4) and method == pytest.approx(1 / 6, abs=1e-4)
+    assert trait == pytest.approx(2 / 6, abs=1e-4)
+    assert method == pytest.approx(1 / 6, abs=1e-4)
     snake = [(Scored(0.3), chunk("src/form.rs", "from_request"))]
     apply_rules(snake, "from_request", vote=1 / 6)
     assert snake[0][0].rules["defines"] == pytest.approx(2 / 6, abs=1e-4)  # spelled as it is: full credit

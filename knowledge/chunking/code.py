@@ -19,7 +19,7 @@ from typing import Any
 from ..records import Chunk, FileProblem, SourceFile
 from .ids import unique_chunk_id
 
-CODE_CHUNKER_VERSION = 10
+CODE_CHUNKER_VERSION = 11
 OVERLAP_LINES = 2
 # Measured on CoSQA through this chunker (bench/code_bench.py, MiniLM): nDCG@10 0.5819 with "N: " line prefixes in
 # the embedded text, 0.5869 without. Line ranges stay in the metadata either way.
@@ -39,6 +39,9 @@ class LanguageSpec:
     entity: Callable[[Any, bytes], tuple[str, str] | None] | None = None
     # C and C++: an unknown macro (`FMT_CONSTEXPR auto f()`) is a parse error outside the body that breaks nothing.
     macros: bool = False
+    # Node types declaring a constant, variable or type alias; outside functions their names are recorded on the
+    # chunk that holds them (Flask's `g = LocalProxy(…)`), so that a query naming one finds where it is declared.
+    names: tuple[str, ...] = ()
 
 
 def _has_child(node: Any, types: set[str], text: bytes | None = None, src: bytes = b"") -> bool:  # noqa: ANN401
@@ -116,6 +119,7 @@ LANGUAGES: dict[str, LanguageSpec] = {
         {"function_definition": "function", "class_definition": "class"},
         ("call",),
         lambda node, name, src: not name.startswith("_"),
+        names=("assignment",),
     ),
     ".ts": LanguageSpec(
         "typescript",
@@ -124,6 +128,7 @@ LANGUAGES: dict[str, LanguageSpec] = {
         TS_ENTITIES,
         ("call_expression", "new_expression"),
         _js_exported,
+        names=("variable_declarator",),
     ),
     ".tsx": LanguageSpec(
         "tsx",
@@ -132,6 +137,7 @@ LANGUAGES: dict[str, LanguageSpec] = {
         TS_ENTITIES,
         ("call_expression", "new_expression"),
         _js_exported,
+        names=("variable_declarator",),
     ),
     ".go": LanguageSpec(
         "go",
@@ -140,6 +146,7 @@ LANGUAGES: dict[str, LanguageSpec] = {
         {"function_declaration": "function", "method_declaration": "method", "type_spec": "type"},
         ("call_expression",),
         lambda node, name, src: name[:1].isupper(),
+        names=("const_spec", "var_spec"),
     ),
     ".rs": LanguageSpec(
         "rust",
@@ -158,6 +165,7 @@ LANGUAGES: dict[str, LanguageSpec] = {
         },
         ("call_expression", "macro_invocation"),
         lambda node, name, src: _has_child(node, {"visibility_modifier"}),
+        names=("const_item", "static_item"),
     ),
     ".java": LanguageSpec(
         "java",
@@ -173,6 +181,7 @@ LANGUAGES: dict[str, LanguageSpec] = {
         },
         ("method_invocation", "object_creation_expression"),
         lambda node, name, src: _has_child(node, {"modifiers"}, b"public", src),
+        names=("variable_declarator",),
     ),
 }
 LANGUAGES.update(
@@ -286,8 +295,14 @@ LANGUAGES.update(
 for _ext, _same in ((".bash", ".sh"), (".kts", ".kt"), (".exs", ".ex"), (".sc", ".scala")):
     LANGUAGES[_ext] = LANGUAGES[_same]
 _JS_CALLS = ("call_expression", "new_expression")
+_JS_NAMES = ("variable_declarator",)
 for _ext, _name in ((".js", "javascript"), (".mjs", "javascript"), (".cjs", "javascript"), (".jsx", "jsx")):
-    LANGUAGES[_ext] = LanguageSpec(_name, "tree_sitter_javascript", "language", JS_ENTITIES, _JS_CALLS, _js_exported)
+    LANGUAGES[_ext] = LanguageSpec(
+        _name, "tree_sitter_javascript", "language", JS_ENTITIES, _JS_CALLS, _js_exported, names=_JS_NAMES
+    )
+
+
+_C_NAMES = ("init_declarator", "preproc_def", "type_definition")
 
 
 def _c_exported(node: Any, name: str, src: bytes) -> bool:  # noqa: ANN401
@@ -296,7 +311,7 @@ def _c_exported(node: Any, name: str, src: bytes) -> bool:  # noqa: ANN401
 
 for _ext in (".c", ".h"):
     LANGUAGES[_ext] = LanguageSpec(
-        "c", "tree_sitter_c", "language", C_ENTITIES, ("call_expression",), _c_exported, macros=True
+        "c", "tree_sitter_c", "language", C_ENTITIES, ("call_expression",), _c_exported, macros=True, names=_C_NAMES
     )
 for _ext in (".cc", ".cpp", ".cxx", ".hpp", ".hh", ".hxx"):
     LANGUAGES[_ext] = LanguageSpec(
@@ -307,6 +322,7 @@ for _ext in (".cc", ".cpp", ".cxx", ".hpp", ".hh", ".hxx"):
         ("call_expression",),
         _c_exported,
         macros=True,
+        names=_C_NAMES,
     )
 CONTAINERS = {"class", "interface", "struct", "trait", "impl", "enum", "type", "module", "object", "protocol", "union"}
 _PARSERS: dict[str, Any] = {}
@@ -569,6 +585,7 @@ def chunk_code(source: SourceFile, max_tokens: int, count_tokens: Callable[[str]
     language = spec.name if spec else PurePosixPath(source.path).suffix.lstrip(".") or "text"
     problems: list[FileProblem] = []
     entities: list[Entity] = []
+    declared: dict[int, list[str]] = {}
     if spec is not None:
         src = source.text.encode("utf-8")
         tree = _parser(spec).parse(src)
@@ -585,6 +602,8 @@ def chunk_code(source: SourceFile, max_tokens: int, count_tokens: Callable[[str]
         except RecursionError:  # nesting deeper than the walk can follow: the file still gets line chunks
             entities.clear()
             problems[:] = [FileProblem(source.path, "nested too deeply to parse; indexed as line chunks")]
+        if spec.names:
+            declared = _declared_names(tree.root_node, spec, src, entities)
     chunks: list[Chunk] = []
     used_ids: set[str] = set()
     covered = [False] * len(lines)
@@ -621,6 +640,7 @@ def chunk_code(source: SourceFile, max_tokens: int, count_tokens: Callable[[str]
                     decorators=entity.decorators if entity else (),
                     exported=entity.exported if entity else None,
                     calls=tuple(sorted(entity.calls)) if entity else (),
+                    names=tuple(name for line in range(first, last + 1) for name in declared.get(line, ())),
                 )
             )
 
@@ -665,6 +685,31 @@ def _entities(tree: Any, spec: LanguageSpec, src: bytes, source: SourceFile, ent
             # What `ast` pinned down replaces the name-only guess for the same call.
             names = {target.rsplit("::", 1)[1].rsplit(".", 1)[-1] for target in resolved}
             entity.calls = {c for c in entity.calls if c.lstrip(".") not in names} | resolved
+
+
+_NAME_NODES = frozenset({"identifier", "type_identifier", "field_identifier", "constant", "property_identifier"})
+
+
+def _declared_names(root: Any, spec: LanguageSpec, src: bytes, entities: list[Entity]) -> dict[int, list[str]]:  # noqa: ANN401
+    """Line (0-based) -> names declared there by `spec.names` nodes outside every function body."""
+    inside_function = set()
+    for entity in _flatten(entities):
+        if entity.kind not in CONTAINERS:
+            inside_function.update(range(entity.start, entity.end + 1))
+    found: dict[int, list[str]] = {}
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        line = node.start_point[0]
+        if node.type in spec.names and line not in inside_function:
+            target = node.child_by_field_name("name") or node.child_by_field_name("left")
+            target = target or node.child_by_field_name("declarator")
+            while target is not None and target.type not in _NAME_NODES:  # C: `*name`, `name[8]`
+                target = target.child_by_field_name("declarator")
+            if target is not None:
+                found.setdefault(line, []).append(_text(target, src))
+        stack.extend(child for child in node.children if child.start_point[0] not in inside_function or child.children)
+    return found
 
 
 def _first_error(node: Any) -> int:  # noqa: ANN401

@@ -211,7 +211,7 @@ class ChunkStore(Protocol):
 
 
 _STORED_FIELDS = tuple(name for name in Chunk.__dataclass_fields__ if name != "embed_text")
-_TUPLE_FIELDS = ("tags", "decorators", "calls", "references")
+_TUPLE_FIELDS = ("tags", "decorators", "calls", "references", "names")
 
 
 def chunk_to_json(chunk: Chunk) -> str:
