@@ -312,6 +312,7 @@ def test_a_cpp_header_is_read_as_cpp():
     [
         ("g.py", "g: T = LocalProxy(1)\nsession = LocalProxy(2)\n\ndef f():\n    local = 1\n", ["g", "session"]),
         ("a.ts", "export const createRouter = (x) => x;\nexport const DEFAULT = 1;\n", ["DEFAULT"]),
+        ("r.js", "var accepts = require('accepts');\nvar req = Object.create(proto);\n", ["req"]),  # no imports
         ("a.go", 'package m\n\nconst (\n\tMaxDepth = 3\n)\nvar ErrX = errors.New("x")\n', ["MaxDepth", "ErrX"]),
         ("a.rs", 'pub const MAX: u8 = 3;\nstatic NAME: &str = "x";\nfn f() { let z = 1; }\n', ["MAX", "NAME"]),
         ("A.java", "class A {\n  static final int LIMIT = 3;\n  void f() { int local = 1; }\n}\n", ["LIMIT"]),

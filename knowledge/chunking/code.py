@@ -19,7 +19,7 @@ from typing import Any
 from ..records import Chunk, FileProblem, SourceFile
 from .ids import unique_chunk_id
 
-CODE_CHUNKER_VERSION = 11
+CODE_CHUNKER_VERSION = 12
 OVERLAP_LINES = 2
 # Measured on CoSQA through this chunker (bench/code_bench.py, MiniLM): nDCG@10 0.5819 with "N: " line prefixes in
 # the embedded text, 0.5869 without. Line ranges stay in the metadata either way.
@@ -690,6 +690,15 @@ def _entities(tree: Any, spec: LanguageSpec, src: bytes, source: SourceFile, ent
 _NAME_NODES = frozenset({"identifier", "type_identifier", "field_identifier", "constant", "property_identifier"})
 
 
+_IMPORT_CALL = re.compile(rb"(await\s+)?(require|import)\s*\(")
+
+
+def _is_import(node: Any, src: bytes) -> bool:  # noqa: ANN401
+    """`const accepts = require('accepts')` names a module, it declares nothing."""
+    value = node.child_by_field_name("value") or node.child_by_field_name("right")
+    return value is not None and _IMPORT_CALL.match(src, value.start_byte) is not None
+
+
 def _declared_names(root: Any, spec: LanguageSpec, src: bytes, entities: list[Entity]) -> dict[int, list[str]]:  # noqa: ANN401
     """Line (0-based) -> names declared there by `spec.names` nodes outside every function body."""
     inside_function = set()
@@ -701,7 +710,7 @@ def _declared_names(root: Any, spec: LanguageSpec, src: bytes, entities: list[En
     while stack:
         node = stack.pop()
         line = node.start_point[0]
-        if node.type in spec.names and line not in inside_function:
+        if node.type in spec.names and line not in inside_function and not _is_import(node, src):
             target = node.child_by_field_name("name") or node.child_by_field_name("left")
             target = target or node.child_by_field_name("declarator")
             while target is not None and target.type not in _NAME_NODES:  # C: `*name`, `name[8]`
