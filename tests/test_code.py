@@ -326,3 +326,10 @@ def test_a_cpp_header_is_read_as_cpp():
 def test_names_declared_outside_functions_are_recorded_on_their_chunk(path, text, expected):
     chunks = chunk_code(SourceFile(path, "code", text, "h"), 256, words).chunks
     assert [name for c in chunks for name in c.names] == expected  # never a function's local variable
+
+
+def test_a_function_assigned_to_a_property_is_a_method_of_its_object():
+    text = "/**\n * Acceptable types.\n */\nreq.accepts = function () {\n  return 1;\n};\narr[0] = function () {};\n"
+    chunks = chunk_code(SourceFile("request.js", "code", text, "h"), 256, words).chunks
+    named = [(c.symbol, c.parent, c.symbol_kind, c.line_start, c.line_end) for c in chunks if c.symbol]
+    assert named == [("accepts", "req", "method", 1, 6)]  # express's style; a slot in an array names nothing

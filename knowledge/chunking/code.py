@@ -19,7 +19,7 @@ from typing import Any
 from ..records import Chunk, FileProblem, SourceFile
 from .ids import unique_chunk_id
 
-CODE_CHUNKER_VERSION = 12
+CODE_CHUNKER_VERSION = 13
 OVERLAP_LINES = 2
 # Measured on CoSQA through this chunker (bench/code_bench.py, MiniLM): nDCG@10 0.5819 with "N: " line prefixes in
 # the embedded text, 0.5869 without. Line ranges stay in the metadata either way.
@@ -395,8 +395,12 @@ def _raw_name(node: Any, src: bytes) -> str:  # noqa: ANN401
         return _text(named, src)
     if node.type in {"arrow_function", "function_expression"} and node.parent is not None:
         holder = node.parent  # const name = () => …  /  name: function () …
-        target = holder.child_by_field_name("name") or holder.child_by_field_name("key")
-        return _text(target, src) if target is not None else ""
+        target = (  # or `obj.name = function () …`, named `obj.name`
+            holder.child_by_field_name("name")
+            or holder.child_by_field_name("key")
+            or holder.child_by_field_name("left")
+        )
+        return _text(target, src) if target is not None and target.type != "subscript_expression" else ""
     if node.type == "impl_item":  # impl<S> Trait<S> for Query<T> -> Query
         kind = node.child_by_field_name("type")
         return _text(kind, src) if kind is not None else ""
