@@ -41,6 +41,9 @@ LEXICAL_VOUCH_RANKS, LEXICAL_VOUCH_MARGIN = 10, 0.15
 # no floor).
 RELEVANCE_PASS, RELEVANCE_PASS_MARGIN = 0.25, 0.13
 LEXICAL_FULL_RANKS = 3
+# An identifier held by more than this share of the candidates is the project's vocabulary ("tRPC", "WebSocket" in a
+# websocket library), not a name that singles out a chunk: it earns no exact-match boost (semble-dev +0.001).
+EXACT_COMMON_SHARE, EXACT_COMMON_MIN_POOL = 0.3, 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,7 +130,11 @@ def _exact_matches(query: str, index: KindIndex, keys: Sequence[int]) -> set[int
     # nDCG@10 (0.7232 without, 0.7213 with); in code they are names.
     if not wanted or index.kind != "code":
         return set()
-    return {key for key, body in index.store.lexical_terms(keys).items() if wanted & set(body.split())}
+    bodies = {key: set(body.split()) for key, body in index.store.lexical_terms(keys).items()}
+    if len(bodies) >= EXACT_COMMON_MIN_POOL:
+        common = EXACT_COMMON_SHARE * len(bodies)
+        wanted = {name for name in wanted if sum(name in body for body in bodies.values()) <= common}
+    return {key for key, body in bodies.items() if wanted & body}
 
 
 def lexical_candidates(index: KindIndex, query: str, depth: int) -> list[tuple[int, float]]:

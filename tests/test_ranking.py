@@ -238,3 +238,14 @@ def test_a_type_name_query_prefers_the_type_to_a_snake_case_method():
     snake = [(Scored(0.3), chunk("src/form.rs", "from_request"))]
     apply_rules(snake, "from_request", vote=1 / 6)
     assert snake[0][0].rules["defines"] == pytest.approx(2 / 6, abs=1e-4)  # spelled as it is: full credit
+
+
+def test_an_identifier_most_candidates_hold_earns_no_exact_boost(git_repo):
+    files = {f"src/ws/part{n}.py": f"def part{n}():\n    return WebSocket({n})\n" for n in range(30)}
+    files["src/ws/frames.py"] = "def read():\n    return handleFrame(WebSocket(0))\n"
+    commit(git_repo, files)
+    kb = KnowledgeBase.open(git_repo, embedder_factory=lambda s: HashingEmbedder())
+    kb.reindex_all()
+    results = kb.search("WebSocket handleFrame", kind="code", threshold=-1, k=40, explain=True).results
+    exact = {hit.path for hit in results if hit.explain["exact_identifier"]}
+    assert exact == {"src/ws/frames.py"}  # WebSocket is in every file: the vocabulary, not a name to boost
