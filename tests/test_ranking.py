@@ -249,3 +249,10 @@ def test_an_identifier_most_candidates_hold_earns_no_exact_boost(git_repo):
     results = kb.search("WebSocket handleFrame", kind="code", threshold=-1, k=40, explain=True).results
     exact = {hit.path for hit in results if hit.explain["exact_identifier"]}
     assert exact == {"src/ws/frames.py"}  # WebSocket is in every file: the vocabulary, not a name to boost
+
+
+def test_a_verb_in_the_query_finds_the_file_named_for_its_agent_noun():
+    ranked = [(Scored(0.3), chunk("gson/Gson.java", "Gson")), (Scored(0.3), chunk("gson/GsonBuilder.java", "build"))]
+    apply_rules(ranked, "configuring options before building a Gson instance", vote=1 / 6)
+    plain, builder = (scored.rules["file_words"] for scored, _ in ranked)
+    assert builder > plain  # building ~ builder: two words of its name, against one
