@@ -75,14 +75,17 @@ def _normal(word: str) -> str:
 
 def asked_names(query: str) -> set[str]:
     """Names the query asks for, lower-cased without underscores: a bare one-word query, code-shaped tokens
-    (snake_case, camelCase, dotted: the last part), `backticked` words, capitalised words after the first."""
+    (snake_case, camelCase, dotted: the last part), `backticked` words, capitalised words after the first (not
+    acronyms)."""
     tokens = re.findall(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*", query)
     names = set(re.findall(r"`([^`]+)`", query))
     if len(tokens) == 1:
         names.add(tokens[0])
     for position, token in enumerate(tokens):
         code_shaped = "." in token or re.search(r"^_|\w_\w|[a-z][A-Z]", token)
-        if code_shaped or (position > 0 and token[:1].isupper() and len(token) > 2):
+        # an acronym in a sentence (URL, HTTP, JSON) is prose, not a name asked for
+        capitalised = position > 0 and token[:1].isupper() and len(token) > 2 and not token.isupper()
+        if code_shaped or capitalised:
             names.add(token)
     return {n.split(".")[-1].lower().replace("_", "") for n in names if n.split(".")[-1]}
 

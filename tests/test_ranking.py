@@ -30,6 +30,8 @@ class Scored:
         ("where is `url_for` defined", {"urlfor"}),
         ("how does the app dispatch requests", set()),
         ("getUserName", {"getusername"}),
+        ("how are URL routes registered", set()),  # an acronym in a sentence is no name
+        ("URL", {"url"}),
     ],
 )
 def test_asked_names(query, names):
