@@ -32,6 +32,7 @@ class RankingRules:
     file_words: float = 1.0  # query words that name the file or its folder …
     file_stem_coverage: float = 0.5  # … half of it by how much of the file's own name the query covers
     demote: float = 0.6  # factor for tests, examples, vendored and generated code, shims, `__init__`, `.d.ts`
+    header: float = 0.8  # factor for a C/C++ header when its implementation (same path, .c/.cc/.cpp) is a candidate
     same_file_decay: float = 0.35  # the second chunk of one file counts ×0.35, the third ×0.12, …
     same_file_free: int = 1  # chunks of one file at full credit before the decay starts
     file_coherence: float = 0.5  # share of what the file's other candidates scored that a chunk gains …
@@ -41,7 +42,7 @@ class RankingRules:
 
 DEFAULT_RULES = RankingRules()
 # What `--explain` shows, in this order.
-RULE_NAMES = ("defines", "file_words", "file_coherence", "demoted", "same_file")
+RULE_NAMES = ("defines", "file_words", "file_coherence", "header", "demoted", "same_file")
 
 _QUIET_PATH = re.compile(
     r"(^|/)(tests?|testing|__tests__|__mocks__|spec|specs|examples?|samples?|demos?|docs_src|vendor|vendored|"
@@ -143,10 +144,28 @@ def apply_rules(
             candidate.fused += share
     if rules.file_coherence:
         _file_coherence(ranked, vote, rules)
+    _headers_give_way(ranked, rules)
     for candidate, chunk in ranked:  # last, so that tests, examples and vendored code are demoted with their boosts
         if chunk is not None and chunk.kind == "code" and not quiet_ok and _QUIET_PATH.search(chunk.path):
             candidate.rules["demoted"] = round(candidate.fused * (rules.demote - 1), 4)
             candidate.fused *= rules.demote
+
+
+_HEADERS, _SOURCES = frozenset({".h", ".hh", ".hpp", ".hxx"}), frozenset({".c", ".cc", ".cpp", ".cxx"})
+
+
+def _headers_give_way(ranked: Sequence[tuple[Ranked, Chunk | None]], rules: RankingRules) -> None:
+    """A header declares what its source file implements: with both among the candidates, the source comes first
+    (libuv's `idna.h` over `idna.c` for an IDNA question)."""
+    paths = {PurePosixPath(chunk.path) for _, chunk in ranked if chunk is not None and chunk.kind == "code"}
+    implemented = {path.with_suffix("") for path in paths if path.suffix in _SOURCES}
+    for candidate, chunk in ranked:
+        if chunk is None or chunk.kind != "code":
+            continue
+        path = PurePosixPath(chunk.path)
+        if path.suffix in _HEADERS and path.with_suffix("") in implemented:
+            candidate.rules["header"] = round(candidate.fused * (rules.header - 1), 4)
+            candidate.fused *= rules.header
 
 
 def _file_coherence(ranked: Sequence[tuple[Ranked, Chunk | None]], vote: float, rules: RankingRules) -> None:

@@ -254,6 +254,7 @@ def test_cli_kind_and_explain(code_repo):
         "rule_file_words",
         "rule_demoted",
         "rule_same_file",
+        "rule_header",
         "rule_file_coherence",
     }
 

@@ -258,3 +258,14 @@ def test_a_verb_in_the_query_finds_the_file_named_for_its_agent_noun():
     apply_rules(ranked, "configuring options before building a Gson instance", vote=1 / 6)
     plain, builder = (scored.rules["file_words"] for scored, _ in ranked)
     assert builder > plain  # building ~ builder: two words of its name, against one
+
+
+def test_a_header_gives_way_to_its_source_file():
+    ranked = [(Scored(0.3), chunk("src/idna.h")), (Scored(0.28), chunk("src/idna.c", "uv__idna_toascii"))]
+    apply_rules(ranked, "IDNA internationalized domain name encoding", vote=1 / 6)
+    header, source = (scored for scored, _ in ranked)
+    assert source.fused > header.fused
+    assert header.rules["header"] < 0
+    alone = [(Scored(0.3), chunk("include/fmt/format.h", "format"))]  # a header-only library keeps its place
+    apply_rules(alone, "formatting", vote=1 / 6)
+    assert "header" not in alone[0][0].rules
