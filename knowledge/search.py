@@ -6,6 +6,7 @@ full-content thresholds keep one meaning with or without the lexical side (docs/
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Callable, Sequence, Set
 from dataclasses import dataclass, field, replace
@@ -35,7 +36,7 @@ LEXICAL_KEPT_RANKS = 10
 # A chunk in the lexical top 10 passes 0.15 under the similarity threshold (semble-dev with the defaults: 0.822 with
 # the cut on cosine alone, 0.838 with top 3 / 0.10, 0.849 with top 10 / 0.15, 0.853 with 0.25; no cut: 0.860).
 LEXICAL_VOUCH_RANKS, LEXICAL_VOUCH_MARGIN = 10, 0.15
-# A result with relevance from 0.25 (about the top 7 of one list, or the top 20 of both) passes 0.13 under the threshold
+# A result both lists found, with relevance from 0.25 (about the top 20 of both), passes 0.13 under the threshold
 # (mpnet: down to cosine 0.25): semble-dev with the defaults 0.863 -> 0.869 (0.875 with no cut), and 40 SciFact
 # questions asked of four code repositories still get no result at all (0.36 results each at 0.18 under; 4.5-9.5 with
 # no floor).
@@ -44,6 +45,9 @@ LEXICAL_FULL_RANKS = 3
 # An identifier held by more than this share of the candidates is the project's vocabulary ("tRPC", "WebSocket" in a
 # websocket library), not a name that singles out a chunk: it earns no exact-match boost (semble-dev +0.001).
 EXACT_COMMON_SHARE, EXACT_COMMON_MIN_POOL = 0.3, 20
+# A query that is one bare name (`g`, `session`, `FromRequest`): its vector says little, so the lexical side's top
+# matches pass whatever their cosine, as a grep user expects; a sentence still needs the similarity floor.
+_BARE_NAME = re.compile(r"\s*[A-Za-z_][\w.:]*\s*")
 
 
 @dataclass(frozen=True, slots=True)
@@ -255,10 +259,11 @@ def search(
     pooled = [pooled[i] for i in order]
     # An exact identifier match, and the definition of an asked name, stay even under the similarity threshold: names
     # are what dense vectors miss. A chunk with no vector yet cannot be judged by similarity: its lexical rank decides.
+    bare_name = _BARE_NAME.fullmatch(query) is not None
     above = [
         (c, index)
         for c, index in pooled
-        if c.exact or "defines" in c.rules or _relevant(c, options.threshold, options.fusion)
+        if c.exact or "defines" in c.rules or _relevant(c, options.threshold, options.fusion, bare_name)
     ]
     stale: dict[str, bool] = {}
 
@@ -461,18 +466,22 @@ def _one_per_entity(
     return kept + above[position:]
 
 
-def _relevant(candidate: Candidate, threshold: float, params: FusionParams) -> bool:
+def _relevant(candidate: Candidate, threshold: float, params: FusionParams, bare_name: bool = False) -> bool:
     """The similarity cut, read with the fused evidence: a chunk the lexical side ranks near the top, or that the
     whole ranking puts near the top, passes a margin under the threshold (a cosine just short of it is often the
-    answer itself, worded differently); far under it nothing passes, so an off-topic question still gets nothing."""
+    answer itself, worded differently); far under it nothing passes, so an off-topic question still gets nothing.
+    For a bare name query the lexical side's top matches pass at any cosine."""
     if candidate.cosine is None:
         return _lexical_only_kept(candidate)
     if candidate.cosine >= threshold:
         return True
     rank = candidate.lexical_rank
-    if rank is not None and rank <= LEXICAL_VOUCH_RANKS and candidate.cosine >= threshold - LEXICAL_VOUCH_MARGIN:
+    vouched = rank is not None and rank <= LEXICAL_VOUCH_RANKS
+    if vouched and (bare_name or candidate.cosine >= threshold - LEXICAL_VOUCH_MARGIN):
         return True
-    close = candidate.cosine >= threshold - RELEVANCE_PASS_MARGIN
+    # the ranking's word counts only where both sides found the chunk: a lone dense hit at a low cosine is what an
+    # off-topic question gets too
+    close = candidate.cosine >= threshold - RELEVANCE_PASS_MARGIN and rank is not None
     return close and relevance(candidate.final, params) >= RELEVANCE_PASS
 
 

@@ -269,3 +269,23 @@ def test_a_header_gives_way_to_its_source_file():
     alone = [(Scored(0.3), chunk("include/fmt/format.h", "format"))]  # a header-only library keeps its place
     apply_rules(alone, "formatting", vote=1 / 6)
     assert "header" not in alone[0][0].rules
+
+
+def test_a_bare_name_query_keeps_the_lexical_matches_a_sentence_would_cut():
+    from knowledge.search import DEFAULT_FUSION, Candidate, _relevant
+
+    weak_vector = Candidate(key=1, cosine=0.05, lexical_rank=3)  # a one-letter name: its vector says nothing
+    assert _relevant(weak_vector, 0.38, DEFAULT_FUSION, bare_name=True)
+    assert not _relevant(weak_vector, 0.38, DEFAULT_FUSION)  # in a sentence, the similarity floor holds
+    assert not _relevant(Candidate(key=2, cosine=0.05, lexical_rank=40), 0.38, DEFAULT_FUSION, bare_name=True)
+
+
+def test_the_relevance_pass_needs_both_lists():
+    from knowledge.search import DEFAULT_FUSION, Candidate, _relevant
+
+    lone_dense = Candidate(
+        key=1, cosine=0.27, dense_rank=1, final=0.5
+    )  # what an off-topic question's top hit looks like
+    assert not _relevant(lone_dense, 0.38, DEFAULT_FUSION)
+    both = Candidate(key=2, cosine=0.27, dense_rank=1, lexical_rank=15, final=0.5)
+    assert _relevant(both, 0.38, DEFAULT_FUSION)
