@@ -62,7 +62,7 @@ def test_a_query_about_tests_keeps_tests():
 def test_a_second_chunk_of_one_file_gives_way():
     ranked = [(Scored(1.0 - n / 100), chunk("a.py", f"f{n}")) for n in range(3)] + [(Scored(0.6), chunk("b.py"))]
     order = diversify(ranked)
-    assert order == [0, 3, 1, 2]  # a.py's second chunk (0.99 x 0.35) and third (0.98 x 0.12) fall behind b.py's first
+    assert order == [0, 3, 1, 2]  # a.py's second chunk (0.99 x 0.25) and third (0.98 x 0.06) fall behind b.py's first
     assert ranked[1][0].rules["same_file"] < 0
     assert diversify(ranked, RankingRules(enabled=False)) == [0, 1, 2, 3]
 
