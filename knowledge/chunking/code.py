@@ -721,7 +721,12 @@ def _declared_names(root: Any, spec: LanguageSpec, src: bytes, entities: list[En
                 target = target.child_by_field_name("declarator")
             if target is not None:
                 found.setdefault(line, []).append(_text(target, src))
-        stack.extend(child for child in node.children if child.start_point[0] not in inside_function or child.children)
+        # a node wholly inside a function's lines declares only locals: its subtree is skipped
+        stack.extend(
+            child
+            for child in node.children
+            if child.start_point[0] not in inside_function or child.end_point[0] not in inside_function
+        )
     return found
 
 
