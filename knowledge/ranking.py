@@ -35,6 +35,7 @@ class RankingRules:
     header: float = 0.8  # factor for a C/C++ header when its implementation (same path, .c/.cc/.cpp) is a candidate
     same_file_decay: float = 0.25  # the second chunk of one file counts ×0.25, the third ×0.06, …
     same_file_free: int = 1  # chunks of one file at full credit before the decay starts
+    heading_words: float = 1.0  # votes for a doc section whose own heading spells the query's words (mixed answers)
     file_coherence: float = 0.5  # share of what the file's other candidates scored that a chunk gains …
     file_coherence_cap: float = 2.0  # … counted up to this many first-rank votes
     enabled: bool = True
@@ -42,7 +43,7 @@ class RankingRules:
 
 DEFAULT_RULES = RankingRules()
 # What `--explain` shows, in this order.
-RULE_NAMES = ("defines", "file_words", "file_coherence", "header", "demoted", "same_file")
+RULE_NAMES = ("defines", "file_words", "heading_words", "file_coherence", "header", "demoted", "same_file")
 
 _QUIET_PATH = re.compile(
     r"(^|/)(tests?|testing|__tests__|__mocks__|spec|specs|examples?|samples?|demos?|docs_src|vendor|vendored|"
@@ -119,6 +120,8 @@ def apply_rules(
     query_words = {_normal(w) for w in _WORD.findall(query) if w.lower() not in STOPWORDS and len(w) > 2}
     quiet_ok = bool(query_words & _ASKS_FOR_TESTS)
     for candidate, chunk in ranked:
+        if chunk is not None and chunk.kind == "doc" and rules.heading_words and query_words:
+            _heading_words(candidate, chunk, query_words, vote, rules)
         if chunk is None or chunk.kind != "code":
             continue
         # what the chunk defines: its entity, else a constant or variable declared in it
@@ -149,6 +152,18 @@ def apply_rules(
         if chunk is not None and chunk.kind == "code" and not quiet_ok and _QUIET_PATH.search(chunk.path):
             candidate.rules["demoted"] = round(candidate.fused * (rules.demote - 1), 4)
             candidate.fused *= rules.demote
+
+
+def _heading_words(candidate: Ranked, chunk: Chunk, query_words: set[str], vote: float, rules: RankingRules) -> None:
+    """In a mixed answer the code rules lift code; a doc section whose own heading spells most of the question's words
+    ("How the model weights are verified") gains up to `heading_words` votes, so that docs hold their place."""
+    heading = chunk.section.rsplit(">", 1)[-1] if chunk.section else chunk.title
+    words = {_normal(part) for part in _PARTS.findall(heading) if len(part) > 2}
+    matched = len(words & query_words)
+    if matched >= min(2, len(query_words)):
+        share = rules.heading_words * vote * matched / len(query_words)
+        candidate.rules["heading_words"] = round(share, 4)
+        candidate.fused += share
 
 
 _HEADERS, _SOURCES = frozenset({".h", ".hh", ".hpp", ".hxx"}), frozenset({".c", ".cc", ".cpp", ".cxx"})

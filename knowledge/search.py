@@ -240,9 +240,10 @@ def search(
     # Fused scores are rank-based, so lists from different stores merge on them directly. Code candidates then go
     # through the ranking rules, which need their chunks' names and paths.
     by_index: dict[int, dict[int, Chunk]] = {}
+    mixed = {index.kind for index in sources} == {"code", "docs"}
     for index in sources:
         keys = [c.key for c, owner in pooled if owner is index]
-        wanted = keys and (index.kind == "code" or options.keep is not None)
+        wanted = keys and (index.kind == "code" or mixed or options.keep is not None)
         by_index[id(index)] = index.store.chunks(keys) if wanted else {}
     if options.keep is not None:  # filters first: what they drop takes no place in the ranking
         keep = options.keep
@@ -251,6 +252,8 @@ def search(
     rules = options.rules
     if any(index.kind != "code" for index in sources):  # doc sections cannot earn it: it would tilt a mixed answer
         rules = replace(rules, file_coherence=0.0)
+    if not mixed:  # the docs' counterpart of the code rules, for mixed answers only: prose alone keeps its fusion
+        rules = replace(rules, heading_words=0.0)
     apply_rules(ranked, query, options.fusion.dense_weight / (options.fusion.k + 1), rules)
     order = sorted(range(len(pooled)), key=lambda i: (-pooled[i][0].fused, pooled[i][0].dense_rank or 10**9))
     ranked = [ranked[i] for i in order]

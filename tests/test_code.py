@@ -255,6 +255,7 @@ def test_cli_kind_and_explain(code_repo):
         "rule_demoted",
         "rule_same_file",
         "rule_header",
+        "rule_heading_words",
         "rule_file_coherence",
     }
 

@@ -289,3 +289,23 @@ def test_the_relevance_pass_needs_both_lists():
     assert not _relevant(lone_dense, 0.38, DEFAULT_FUSION)
     both = Candidate(key=2, cosine=0.27, dense_rank=1, lexical_rank=15, final=0.5)
     assert _relevant(both, 0.38, DEFAULT_FUSION)
+
+
+def test_in_a_mixed_answer_a_section_whose_heading_spells_the_question_holds_its_place(git_repo):
+    commit(
+        git_repo,
+        {
+            "docs/models.md": "---\ndescription: models\n---\n# Models\n\n## How the model weights are verified\n\n"
+            "Each build embeds reference texts and compares them.\n\n## Other\n\nUnrelated words here.\n",
+            "src/weights.py": "def read_weights(path):\n    return open(path).read()\n",
+        },
+    )
+    kb = KnowledgeBase.open(git_repo, embedder_factory=lambda s: HashingEmbedder())
+    kb.reindex_all()
+    query = "how are the model weights verified"
+    mixed = kb.search(query, kind="all", threshold=-1, explain=True).results
+    section = next(hit for hit in mixed if hit.section.endswith("How the model weights are verified"))
+    assert section.explain["rule_heading_words"] > 0
+    assert mixed[0].path == "docs/models.md"
+    docs_only = kb.search(query, kind="docs", threshold=-1, explain=True).results
+    assert all(hit.explain["rule_heading_words"] == 0 for hit in docs_only)  # prose alone keeps its fusion
