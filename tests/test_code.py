@@ -21,6 +21,10 @@ def words(text):
     return len(text.split())
 
 
+def chunked(path, text, max_tokens=256):
+    return chunk_code(SourceFile(path, "code", text, "h"), max_tokens, words)
+
+
 def entities(name, max_tokens=256):
     path = FIXTURES / name
     parsed = chunk_code(SourceFile(f"src/{name}", "code", path.read_text(), "h"), max_tokens, words)
@@ -137,7 +141,7 @@ def test_lines_between_the_members_of_a_class_are_indexed():
         '  private static final String NAME = "wire_name";\n  private Map<String, String> cache;\n\n'
         "  public void g() {}\n}\n"
     )
-    parsed = chunk_code(SourceFile("A.java", "code", text, "h"), 256, words)
+    parsed = chunked("A.java", text)
     spans = [(c.line_start, c.line_end, c.symbol, c.parent, c.title) for c in parsed.chunks]
     assert spans == [(1, 3, "A", "", "A"), (4, 6, "f", "A", "A.f"), (8, 9, "", "A", "A"), (11, 11, "g", "A", "A.g")]
     assert "wire_name" in parsed.chunks[2].content  # it was dropped: the class covered it, no member held it
@@ -150,7 +154,7 @@ def test_a_c_file_with_an_unknown_macro_keeps_its_other_functions():
         "int broken(void) {\n  QUEUE_FOREACH(q, &loop->queue) {\n    use(q)\n  }\n  return 0;\n}\n\n"
         "int last(void) {\n  return first(2);\n}\n"
     )
-    parsed = chunk_code(SourceFile("uv.c", "code", text, "h"), 256, words)
+    parsed = chunked("uv.c", text)
     assert len(parsed.problems) == 1
     named = {c.symbol: (c.line_start, c.line_end) for c in parsed.chunks if c.symbol}
     assert named == {"first": (1, 3), "last": (12, 14)}
@@ -291,21 +295,21 @@ def test_python_calls_are_resolved_with_ast(git_repo):
 
 def test_an_unknown_macro_in_a_cpp_signature_keeps_the_function():
     text = "FMT_CONSTEXPR20 inline auto clz(unsigned x) -> int {\n  return 1;\n}\n"
-    parsed = chunk_code(SourceFile("bits.cc", "code", text, "h"), 256, words)
+    parsed = chunked("bits.cc", text)
     assert len(parsed.problems) == 1  # still reported: the grammar does not know the macro
     assert [(c.symbol, c.line_start, c.line_end) for c in parsed.chunks] == [("clz", 1, 3)]
 
 
 def test_a_cpp_header_is_read_as_cpp():
     text = "namespace fmt {\ntemplate <typename T> struct formatter {\n  auto parse() -> int { return 0; }\n};\n}\n"
-    parsed = chunk_code(SourceFile("fmt.h", "code", text, "h"), 256, words)
+    parsed = chunked("fmt.h", text)
     assert parsed.problems == []
     assert {c.language for c in parsed.chunks} == {"cpp"}
     assert ("parse", "method", "formatter") in {(c.symbol, c.symbol_kind, c.parent) for c in parsed.chunks}
     specialised = "template <typename T> struct formatter<std::atomic<T>, char> {};\nint operator<<(int a, int b) {}\n"
-    names = {c.symbol for c in chunk_code(SourceFile("f.cc", "code", specialised, "h"), 256, words).chunks}
+    names = {c.symbol for c in chunked("f.cc", specialised).chunks}
     assert names == {"formatter", "operator<<"}  # found by the template's name; an operator keeps its own
-    plain_c = chunk_code(SourceFile("uv.h", "code", "struct uv_loop { int alive; };\n", "h"), 256, words)
+    plain_c = chunked("uv.h", "struct uv_loop { int alive; };\n")
     assert {c.language for c in plain_c.chunks} == {"c"}
 
 
@@ -326,12 +330,12 @@ def test_a_cpp_header_is_read_as_cpp():
     ],
 )
 def test_names_declared_outside_functions_are_recorded_on_their_chunk(path, text, expected):
-    chunks = chunk_code(SourceFile(path, "code", text, "h"), 256, words).chunks
+    chunks = chunked(path, text).chunks
     assert [name for c in chunks for name in c.names] == expected  # never a function's local variable
 
 
 def test_a_function_assigned_to_a_property_is_a_method_of_its_object():
     text = "/**\n * Acceptable types.\n */\nreq.accepts = function () {\n  return 1;\n};\narr[0] = function () {};\n"
-    chunks = chunk_code(SourceFile("request.js", "code", text, "h"), 256, words).chunks
+    chunks = chunked("request.js", text).chunks
     named = [(c.symbol, c.parent, c.symbol_kind, c.line_start, c.line_end) for c in chunks if c.symbol]
     assert named == [("accepts", "req", "method", 1, 6)]  # express's style; a slot in an array names nothing
