@@ -6,6 +6,7 @@ Precedence, highest first: command-line option > KNOWLEDGE_* variable > the seed
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import tomllib
@@ -15,9 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ConfigError
-from .fs import user_cache_dir
+from .fs import atomic_write, user_cache_dir, user_config_dir
 
 CONFIG_FILE = "knowledge.toml"
+TRUSTED_STORES_FILE = "trusted-stores.json"  # in the user's config folder: {repository root: store URL}
 DEFAULT_DOC_INCLUDE = ("**/*.md", "**/*.markdown", "**/*.mdx")
 # Languages with entity chunks (tree-sitter), then text files indexed as line chunks.
 DEFAULT_CODE_INCLUDE = tuple(
@@ -186,6 +188,9 @@ def _coerce(name: str, value: Any, origin: str) -> Any:  # noqa: ANN401 - valida
         if name in {"include", "exclude", "code_include", "code_exclude", "secret_files"}:
             if isinstance(value, str) or not all(isinstance(v, str) for v in value):
                 raise fail("expected a list of glob strings")
+            for glob in value:
+                if len(glob) > MAX_PATTERN_CHARS or glob.count("*") > MAX_GLOB_STARS:
+                    raise fail(f"{glob!r}: at most {MAX_PATTERN_CHARS} characters and {MAX_GLOB_STARS} stars per glob")
             return tuple(value)
         if name == "secret_patterns":
             if isinstance(value, str) or not all(isinstance(v, str) for v in value):
@@ -195,6 +200,11 @@ def _coerce(name: str, value: Any, origin: str) -> Any:  # noqa: ANN401 - valida
                     re.compile(pattern)
                 except re.error as exc:
                     raise fail(f"{pattern!r} is not a regular expression ({exc})") from exc
+                if len(pattern) > MAX_PATTERN_CHARS or backtracks_catastrophically(pattern):
+                    raise fail(
+                        f"{pattern!r} can take exponential time (a repeated group that itself repeats, or over "
+                        f"{MAX_PATTERN_CHARS} characters); write it without nested repetition"
+                    )
             return tuple(value)
         if name in {"redact_secrets", "rank_rules"}:
             if isinstance(value, bool):
@@ -219,6 +229,49 @@ def _coerce(name: str, value: Any, origin: str) -> Any:  # noqa: ANN401 - valida
     except (TypeError, ValueError) as exc:
         raise fail(f"invalid value {value!r}") from exc
     raise fail("unknown setting")
+
+
+MAX_PATTERN_CHARS = 300
+MAX_GLOB_STARS = 8  # each `*` / `**` is a backtracking point of the glob's regex
+
+
+def backtracks_catastrophically(pattern: str) -> bool:
+    """True for a pattern with a repeated group that holds another unbounded repeat (`(a+)+`, `(\\w*)*`, `(a|a)+`
+    style): the shape behind every exponential backtracking regex. Python's `re` has no timeout, so such user
+    patterns are refused before they are compiled for use."""
+    from re import _parser  # type: ignore[attr-defined]
+
+    repeats = {_parser.MAX_REPEAT, _parser.MIN_REPEAT, _parser.POSSESSIVE_REPEAT}
+    unbounded = _parser.MAXREPEAT
+
+    def walk(items: Any, inside_unbounded: bool) -> bool:  # noqa: ANN401 - sre_parse's SubPattern
+        for op, arg in items:
+            if op in repeats:
+                low, high, sub = arg
+                if high == unbounded or high > 100:
+                    if inside_unbounded and op != _parser.POSSESSIVE_REPEAT:
+                        return True
+                    if walk(sub, True):
+                        return True
+                elif walk(sub, inside_unbounded):
+                    return True
+            elif op is _parser.SUBPATTERN:
+                if walk(arg[-1], inside_unbounded):
+                    return True
+            elif op is _parser.BRANCH:
+                if any(walk(branch, inside_unbounded) for branch in arg[1]):
+                    return True
+                if inside_unbounded and len(arg[1]) > 1 and _overlapping(arg[1]):
+                    return True
+            elif op in {_parser.ASSERT, _parser.ASSERT_NOT} and walk(arg[1], inside_unbounded):
+                return True
+        return False
+
+    def _overlapping(branches: Any) -> bool:  # noqa: ANN401 - alternatives that can match the same text
+        firsts = [str(list(branch)[:1]) for branch in branches]
+        return len(set(firsts)) < len(firsts)
+
+    return walk(_parser.parse(pattern), False)
 
 
 def _store_url(value: str, origin: str, fail: Any) -> str:  # noqa: ANN401 - fail: the caller's error factory
@@ -266,4 +319,38 @@ def load_settings(
     for key, value in (overrides or {}).items():
         if value is not None:
             values[key], sources[key] = _coerce(key, value, f"option --{key.replace('_', '-')}"), "option"
+    if sources["store"] == CONFIG_FILE and values["store"] != "local" and trusted_store(root) != values["store"]:
+        raise ConfigError(
+            f"{root / CONFIG_FILE}: store = {values['store']!r} would send this repository's text to that database, "
+            "and a file in the repository cannot decide that alone: run `knowledge teams trust` once in this clone "
+            "to allow it, or set KNOWLEDGE_STORE"
+        )
     return replace(Settings(), **values), sources
+
+
+def _trust_file() -> Path:
+    return user_config_dir() / TRUSTED_STORES_FILE
+
+
+def _trusted() -> dict[str, str]:
+    try:
+        data = json.loads(_trust_file().read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else {}
+
+
+def trusted_store(root: Path) -> str | None:
+    """The store URL this user allowed the repository at `root` to choose in its knowledge.toml, if any."""
+    return _trusted().get(str(root.resolve()))
+
+
+def trust_store(root: Path) -> str:
+    """Allow the store URL that `root`'s knowledge.toml names (user-level, this clone only); returns it."""
+    value = _read_file(root).get("store", "local")
+    if value == "local":
+        raise ConfigError(f"{root / CONFIG_FILE}: names no shared store, nothing to trust")
+    trusted = _trusted()
+    trusted[str(root.resolve())] = value
+    atomic_write(_trust_file(), json.dumps(trusted, indent=2, sort_keys=True) + "\n")
+    return str(value)

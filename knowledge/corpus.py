@@ -2,20 +2,19 @@
 
 from __future__ import annotations
 
-import errno
 import fnmatch
 import functools
 import hashlib
 import os
 import re
-import stat
 from collections.abc import Iterable
 from pathlib import Path
 
 from . import git
 from .config import Settings
+from .path_gate import Refusal, resolve_inside
 from .records import FileProblem, SourceFile
-from .secrets import SecretRedactor, is_secret_file
+from .secrets import SecretRedactor
 
 BINARY_SNIFF_BYTES = 8192
 
@@ -118,37 +117,6 @@ def candidate_paths(root: Path, settings: Settings, kind: str = "docs") -> list[
     ]
 
 
-def regular_file(root: Path, rel: str) -> Path | str:
-    """The file at `rel`, or why it must not be read: a symlink is followed only to a regular file inside the
-    repository and outside `.git/`; devices, FIFOs and sockets are never opened."""
-    path = root / rel
-    try:
-        info = path.lstat()
-    except FileNotFoundError:
-        return "listed by git but missing from the work tree"
-    except OSError as exc:
-        return f"unreadable: {exc.strerror or exc}"
-    if stat.S_ISLNK(info.st_mode):
-        try:
-            target = path.resolve(strict=True)
-        except RuntimeError:  # Python 3.11 raises this for a loop; 3.13 an OSError
-            return "symlink loop (not followed)"
-        except OSError as exc:
-            return "symlink loop (not followed)" if exc.errno == errno.ELOOP else "broken symlink"
-        base = root.resolve()
-        if not target.is_relative_to(base):
-            return "symlink to a file outside the repository (not followed)"
-        if target.relative_to(base).parts[:1] in {(".git",), (".knowledge",)}:
-            return "symlink into .git or .knowledge (not followed)"
-        try:
-            info = target.stat()
-        except OSError:
-            return "broken symlink"
-    if not stat.S_ISREG(info.st_mode):
-        return "not a regular file"
-    return path
-
-
 def read_source(root: Path, rel: str, settings: Settings, kind: str = "docs") -> SourceFile | FileProblem:
     """Decode one file, or say in one line why it cannot be indexed."""
     try:
@@ -156,12 +124,10 @@ def read_source(root: Path, rel: str, settings: Settings, kind: str = "docs") ->
     except UnicodeEncodeError:  # git hands such names over with surrogate escapes; no store can hold them as text
         printable = rel.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
         return FileProblem(printable, "file name is not valid UTF-8 (rename it to index it)")
-    checked = regular_file(root, rel)
-    if isinstance(checked, str):
-        return FileProblem(rel, checked)
+    checked = resolve_inside(root, rel, settings.secret_files)
+    if isinstance(checked, Refusal):
+        return FileProblem(rel, checked.reason)
     path = checked
-    if is_secret_file(rel, settings.secret_files):
-        return FileProblem(rel, "a secrets file by its name (setting `secret_files`), never read")
     try:
         info = path.stat()
         size = info.st_size

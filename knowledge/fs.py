@@ -21,10 +21,42 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
+INDEX_DIR_NAME = ".knowledge"
+
+
+def private_dir(path: Path) -> None:
+    """Create `path` and its missing parents owner-only (0700). An index folder (`.knowledge`) created here gets a
+    `.gitignore` of `*` at once, so `git add -A` never commits it, hooks installed or not."""
+    missing: list[Path] = []
+    probe = path
+    while not probe.exists():
+        missing.append(probe)
+        if probe.parent == probe:
+            break
+        probe = probe.parent
+    for folder in reversed(missing):
+        with contextlib.suppress(FileExistsError):
+            folder.mkdir(mode=0o700)
+    for folder in (path, *path.parents):
+        if folder.name == INDEX_DIR_NAME:
+            ignore = folder / ".gitignore"
+            if not ignore.exists():
+                with contextlib.suppress(OSError):
+                    ignore.write_text("*\n", encoding="utf-8")
+            break
+
+
+def create_private_file(path: Path) -> None:
+    """Create `path` empty and owner-only (0600) if it is missing (SQLite gives its -wal/-shm files the same mode)."""
+    private_dir(path.parent)
+    with contextlib.suppress(FileExistsError):
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+
+
 def atomic_write(path: Path, data: bytes | str) -> None:
     """Write `data` to `path` so a reader sees the old file or the new one, never a torn one."""
     payload = data.encode("utf-8") if isinstance(data, str) else data
-    path.parent.mkdir(parents=True, exist_ok=True)
+    private_dir(path.parent)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as handle:
@@ -42,8 +74,8 @@ def atomic_write(path: Path, data: bytes | str) -> None:
 @contextlib.contextmanager
 def file_lock(path: Path, timeout: float = 600.0) -> Iterator[None]:
     """Hold an exclusive flock on `path` (created if missing); IndexLockedError after `timeout` seconds."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    private_dir(path.parent)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
     try:
         deadline = time.monotonic() + timeout
         while True:
@@ -85,4 +117,12 @@ def user_cache_dir() -> Path:
     if os.uname().sysname == "Darwin":
         return Path.home() / "Library" / "Caches" / "knowledge"
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "knowledge"
+
+
+def user_config_dir() -> Path:
+    """The per-user configuration folder (XDG on Linux, ~/Library/Application Support on macOS)."""
+    if os.uname().sysname == "Darwin":
+        return Path.home() / "Library" / "Application Support" / "knowledge"
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
     return Path(base) / "knowledge"

@@ -150,14 +150,6 @@ def is_ancestor(root: Path, old: str, new: str) -> bool:
     return True
 
 
-def is_ignored(root: Path, rel: str) -> bool:
-    """Whether git ignores `rel` (a tracked file is never ignored)."""
-    result = subprocess.run(
-        ["git", "check-ignore", "-q", "--", rel], cwd=root, env=_env(), capture_output=True, check=False
-    )
-    return result.returncode == 0
-
-
 def blame_commits(root: Path, path: str, rev: str = "HEAD") -> tuple[list[str], dict[str, int]]:
     """The commit of every line of `path` at `rev` (index 0 is line 1) and each commit's committer time."""
     out = run_git(root, "blame", "--porcelain", rev, "--", path)

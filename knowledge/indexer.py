@@ -22,6 +22,7 @@ from .chunk_files import Chunked, TokenCounter, chunk_batches
 from .chunking import CHUNKER_VERSION
 from .config import Settings
 from .corpus import candidate_paths
+from .fs import private_dir
 from .kind import KindIndex, selection_fingerprint
 from .records import IndexReport, Progress
 from .store import (
@@ -220,8 +221,8 @@ class Indexer:
 @contextlib.contextmanager
 def try_lock(path: Path) -> Iterator[bool]:
     """A non-blocking exclusive flock: yields whether it was taken."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    private_dir(path.parent)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

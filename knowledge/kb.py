@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from . import git
 from .chunking import CHUNKER_VERSION
 from .config import Settings, load_settings
-from .corpus import KINDS, candidate_paths, read_source, redactor, regular_file
+from .corpus import KINDS, candidate_paths, read_source, redactor
 from .docs_for import docs_for
 from .drift import find_drift
 from .embedding import model_spec
@@ -36,6 +36,7 @@ from .git import repo_root
 from .indexer import EmbedResult, Indexer, ProgressCallback, embed_pending, model_fingerprint_of, open_cache
 from .kind import KindIndex
 from .model_access import EmbedderFactory, ModelAccess
+from .path_gate import resolve_inside, servable
 from .records import (
     Chunk,
     DriftItem,
@@ -363,7 +364,9 @@ class KnowledgeBase:
     def docs_for(self, target: str) -> list[SearchHit]:
         """Doc sections referring to a file (`PATH`), the entity at a line (`PATH:LINE`) or a symbol; metadata only."""
         docs = self.index("docs")
-        known = set(docs.store.files()) | {p for p in (target.rpartition(":")[0], target) if (self.root / p).is_file()}
+        known = set(docs.store.files()) | {
+            p for p in (target.rpartition(":")[0], target) if p and isinstance(resolve_inside(self.root, p), Path)
+        }
         return docs_for(target, docs.all_chunks(), self._code_chunks(), known)
 
     def findability(self) -> FindabilityReport:
@@ -422,18 +425,7 @@ class KnowledgeBase:
     def source(self, path: str, start: int | None = None, end: int | None = None) -> SourceText:
         """Exact current lines of a file in the repository (1-based, inclusive); refuses paths outside it."""
         rel = self.relative_path(path, self.root)
-        if rel.split("/")[0] in {".git", ".knowledge"}:
-            raise PathOutsideRepositoryError(f"{path}: inside {rel.split('/')[0]}/, which is never served")
-        checked = regular_file(self.root, rel)
-        if isinstance(checked, str):
-            if checked.startswith("symlink"):
-                raise PathOutsideRepositoryError(f"{path}: {checked}")
-            raise KnowledgeError(
-                f"{path}: no such file in {self.root}" if "missing" in checked else f"{path}: {checked}"
-            )
-        target = checked
-        if git.repo_root(self.root) is not None and git.is_ignored(self.root, rel):
-            raise PathOutsideRepositoryError(f"{path}: ignored by git (.gitignore), so not served")
+        target = self.readable(rel)
         if target.stat().st_size > self.settings.max_file_bytes:
             raise KnowledgeError(f"{path}: larger than max_file_bytes ({self.settings.max_file_bytes:,})")
         try:
@@ -453,6 +445,16 @@ class KnowledgeBase:
         return SourceText(
             path=rel, line_start=first, line_end=last, total_lines=len(lines), lines=tuple(lines[first - 1 : last])
         )
+
+    def readable(self, rel: str) -> Path:
+        """The file `rel` names, through the one path gate for serving; raises with a one-line reason otherwise."""
+        checked = servable(self.root, rel, self.settings.secret_files, git.repo_root(self.root) is not None)
+        if isinstance(checked, Path):
+            return checked
+        if not checked.perimeter and "missing" in checked.reason:
+            raise KnowledgeError(f"{rel}: no such file in {self.root}")
+        error = PathOutsideRepositoryError if checked.perimeter else KnowledgeError
+        raise error(f"{rel}: {checked.reason}")
 
     def source_of_chunk(self, chunk_id: str) -> SourceText:
         """The current lines of the file range a chunk was indexed from."""

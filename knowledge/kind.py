@@ -8,7 +8,8 @@ from pathlib import Path
 from . import git
 from .callgraph import CallGraph
 from .config import Settings
-from .corpus import candidate_paths, regular_file
+from .corpus import candidate_paths
+from .path_gate import Refusal, resolve_inside
 from .records import Chunk
 from .store import ChunkStore, Coverage
 
@@ -23,8 +24,8 @@ def selection_fingerprint(settings: Settings) -> str:
 
 def file_digest(root: Path, rel: str) -> str:
     """sha256 of the file as indexing reads it; "" for what indexing refuses (links out, devices) or cannot read."""
-    path = regular_file(root, rel)
-    if isinstance(path, str):
+    path = resolve_inside(root, rel)
+    if isinstance(path, Refusal):
         return ""
     try:
         return hashlib.sha256(path.read_bytes()).hexdigest()

@@ -39,6 +39,7 @@ class SearchRequest:
             raise KnowledgeError("query: expected a non-empty string")
         if not self.query.strip():
             raise KnowledgeError("the query is empty")
+        check_text("query", self.query)
         if len(self.query) > MAX_QUERY_CHARS:
             raise KnowledgeError(f"query: {len(self.query):,} characters; at most {MAX_QUERY_CHARS:,}")
         if self.kind not in KINDS_ASKED:
@@ -70,7 +71,7 @@ class SearchRequest:
         unknown = sorted(set(params) - known)
         if unknown:
             raise KnowledgeError(f"unknown search parameter(s): {', '.join(unknown)}")
-        if "query" not in params:
+        if params.get("query") is None:
             raise KnowledgeError("query: expected a non-empty string")
         values = {name: value for name, value in params.items() if value is not None}
         return cls(**values)
@@ -83,6 +84,16 @@ class SearchRequest:
             for name, value in asdict(self).items()
             if name == "query" or (value is not None and value != getattr(defaults, name))
         }
+
+
+def check_text(name: str, value: str) -> None:
+    """Refuse text no store, file system or tokenizer can take: NUL bytes and lone surrogates."""
+    if "\0" in value:
+        raise KnowledgeError(f"{name}: contains a NUL character")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise KnowledgeError(f"{name}: not valid Unicode text (a lone surrogate)") from None
 
 
 def _check_int(name: str, value: object, low: int, high: int) -> None:

@@ -193,11 +193,3 @@ def _apply(text: str, found: list[tuple[int, int, str]]) -> Redacted:
 
 def redaction_note(line: int, kind: str) -> str:
     return f"{REDACTION_NOTE} at line {line} ({kind})"
-
-
-def is_secret_file(rel: str, patterns: Iterable[str]) -> bool:
-    """True when the file's name matches one of the secret-file globs (matched against the last path component)."""
-    import fnmatch
-
-    name = rel.rsplit("/", 1)[-1]
-    return any(fnmatch.fnmatchcase(name, pattern) for pattern in patterns)

@@ -43,6 +43,7 @@ class HashingEmbedder:
 def isolated_env(tmp_path_factory, monkeypatch):
     home = tmp_path_factory.mktemp("knowledge-home")
     monkeypatch.setenv("KNOWLEDGE_HOME", str(home))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path_factory.mktemp("user-config")))  # trusted stores live there
     for name in (
         "KNOWLEDGE_MODEL",
         "KNOWLEDGE_MODEL_VARIANT",

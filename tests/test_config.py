@@ -50,3 +50,22 @@ def test_variant_default_follows_an_existing_index_then_the_model(tmp_path):
     (tmp_path / ".knowledge" / "code.meta.json").write_text(json.dumps({"manifest": manifest}))
     assert default_variant(tmp_path, "all-mpnet-base-v2") == "fp32"  # an upgrade keeps the index it finds
     assert default_variant(tmp_path, "all-MiniLM-L6-v2") == "fp32"
+
+
+@pytest.mark.parametrize("pattern", ["(a+)+$", r"(\w*)*x", "(a|a)+b", r"(?:x+y?)+z"])
+def test_a_secret_pattern_that_can_backtrack_forever_is_refused_by_name(tmp_path, pattern):
+    (tmp_path / "knowledge.toml").write_text(f"secret_patterns = [{pattern!r}]\n".replace("'", "'''"))
+    with pytest.raises(ConfigError, match="exponential time") as caught:
+        load_settings(tmp_path)
+    assert "knowledge.toml" in str(caught.value)
+
+
+def test_ordinary_secret_patterns_and_globs_are_accepted(tmp_path):
+    (tmp_path / "knowledge.toml").write_text(
+        "secret_patterns = ['''api[_-]?key\\s*=\\s*\\S+''', '''AKIA[0-9A-Z]{16}''']\nexclude = [\"**/gen/**\"]\n"
+    )
+    settings, _ = load_settings(tmp_path)
+    assert len(settings.secret_patterns) == 2
+    (tmp_path / "knowledge.toml").write_text('exclude = ["' + "*" * 20 + '"]\n')
+    with pytest.raises(ConfigError, match="stars per glob"):
+        load_settings(tmp_path)

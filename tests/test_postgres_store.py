@@ -13,7 +13,7 @@ from knowledge.cli import cli
 from knowledge.config import load_settings
 from knowledge.errors import ConfigError
 from knowledge.kb import KnowledgeBase
-from knowledge.store.postgres import StoreUnavailableError, connect, grant
+from knowledge.store.postgres import StoreUnavailableError, connect
 
 from .conftest import HashingEmbedder, commit, git
 
@@ -92,26 +92,113 @@ def test_the_hook_path_keeps_a_branch_index_fresh(origin, tmp_path, monkeypatch,
     assert kb.status().commit_relation == "at HEAD"
 
 
-def test_a_role_not_granted_a_repository_cannot_read_it(origin, tmp_path, monkeypatch, postgres_url):
-    kb = member_kb(origin, tmp_path / "home", monkeypatch, postgres_url, HashingEmbedder())
-    kb.reindex_all()
-    repository = kb.engine.repository
+def as_role(url: str, role: str) -> str:
+    return url.replace("postgres@", f"{role}@", 1)
+
+
+def run_cli(root, env, *args):
+    result = CliRunner(env=env).invoke(
+        cli, ["-C", str(root), *args], obj={"embedder_factory": lambda s: HashingEmbedder()}
+    )
+    return result.exit_code, result.output
+
+
+def test_team_roles_set_up_as_docs_teams_md_says_index_search_and_cannot_touch_another_team(
+    origin, tmp_path, monkeypatch, postgres_url
+):
+    """docs/teams.md's Access recipe, literally: the owner runs `teams setup` and `teams grant`, the teams index
+    and search as their own roles (not the owner), and team_b can neither read, grant itself, open, nor poison A."""
+    suffix = postgres_url.rsplit("/", 1)[1][-8:]
+    members, team_a, team_b = (f"{name}_{suffix}" for name in ("knowledge_members", "team_a", "team_b"))
     with psycopg.connect(postgres_url, autocommit=True) as admin:
-        for role in ("team_a", "team_b"):
-            admin.execute(f"CREATE ROLE {role} LOGIN")
-            admin.execute(f"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO {role}")
-            admin.execute(f"GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO {role}")
-        grant(admin, repository, "team_a")
-    for role, visible in (("team_a", True), ("team_b", False)):
-        url = postgres_url.replace("postgres@", f"{role}@", 1)
-        with psycopg.connect(url, autocommit=True) as conn:
-            chunks = conn.execute("SELECT count(*) FROM knowledge_chunks WHERE repository = %s", (repository,))
-            assert (chunks.fetchone()[0] > 0) is visible, role
-            files = conn.execute("SELECT count(*) FROM knowledge_files").fetchone()[0]
-            assert (files > 0) is visible, role
-        monkeypatch.setenv("KNOWLEDGE_STORE", url)
-        member = KnowledgeBase.open(origin, embedder_factory=lambda s: HashingEmbedder())
-        assert member.engine.exists("docs") is visible, role
+        admin.execute("CREATE EXTENSION IF NOT EXISTS vector")
+        admin.execute(f"CREATE ROLE {members} NOLOGIN")
+        admin.execute(f"CREATE ROLE {team_a} LOGIN IN ROLE {members}")
+        admin.execute(f"CREATE ROLE {team_b} LOGIN IN ROLE {members}")
+    owner_env = {"KNOWLEDGE_STORE": postgres_url}
+    code, out = run_cli(origin, owner_env, "teams", "setup", "--role", members, "--dims", "64")
+    assert code == 0, out
+    code, out = run_cli(origin, owner_env, "teams", "grant", team_a)
+    assert code == 0, out
+    repository = out.split(":")[0]
+
+    # team_a indexes (the owner never does) and searches
+    clone_a = clone(origin, tmp_path / "clone_a")
+    code, out = run_cli(clone_a, {"KNOWLEDGE_STORE": as_role(postgres_url, team_a)}, "reindex-all", "--quiet")
+    assert code == 0, out
+    monkeypatch.setenv("KNOWLEDGE_STORE", as_role(postgres_url, team_a))
+    member_a = KnowledgeBase.open(clone_a, embedder_factory=lambda s: HashingEmbedder())
+    assert member_a.search("install the hooks", threshold=0).results[0].path == "docs/hooks.md"
+
+    # team_b: its own repository works; A is invisible and every escalation is refused
+    other = tmp_path / "other"
+    other.mkdir()
+    git(other, "init", "-q", "-b", "main")
+    commit(other, {"docs/b.md": "---\ndescription: B.\n---\n# B\nTeam B's notes.\n"})
+    code, out = run_cli(other, {"KNOWLEDGE_STORE": as_role(postgres_url, team_b)}, "reindex-all", "--quiet")
+    assert code == 0, out
+    monkeypatch.setenv("KNOWLEDGE_STORE", as_role(postgres_url, team_b))
+    assert KnowledgeBase.open(clone_a, embedder_factory=lambda s: HashingEmbedder()).engine.exists("docs") is False
+    with psycopg.connect(as_role(postgres_url, team_b), autocommit=True) as conn:
+        for table in (
+            "knowledge_chunks",
+            "knowledge_files",
+            "knowledge_indexes",
+            "knowledge_terms",
+            "knowledge_vectors",
+        ):
+            seen = conn.execute(f"SELECT count(*) FROM {table} WHERE repository = %s", (repository,)).fetchone()[0]
+            assert seen == 0, table
+        refused = [
+            ("INSERT INTO knowledge_grants VALUES (%s, %s)", (repository, team_b)),
+            ("DELETE FROM knowledge_grants WHERE repository = %s", (repository,)),
+            ("INSERT INTO knowledge_schema VALUES (%s)", (99,)),
+            ("INSERT INTO knowledge_vectors VALUES (%s, 'fp', 'h', '[1,0]')", (repository,)),
+            (
+                "INSERT INTO knowledge_indexes (repository, branch, kind, manifest) VALUES (%s, 'main', 'docs', '{}')",
+                (repository,),
+            ),
+        ]
+        for sql, params in refused:
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                conn.execute(sql, params)
+        poisoned = conn.execute(
+            "UPDATE knowledge_vectors SET embedding = embedding WHERE repository = %s", (repository,)
+        )
+        assert poisoned.rowcount == 0
+        assert conn.execute("DELETE FROM knowledge_chunks WHERE repository = %s", (repository,)).rowcount == 0
+    with psycopg.connect(as_role(postgres_url, team_a), autocommit=True) as conn:
+        assert conn.execute("SELECT count(*) FROM knowledge_vectors WHERE repository = %s", (repository,)).fetchone()[0]
+    monkeypatch.setenv("KNOWLEDGE_STORE", as_role(postgres_url, team_a))
+    again = KnowledgeBase.open(clone_a, embedder_factory=lambda s: HashingEmbedder())
+    assert again.search("install the hooks", threshold=0).results[0].path == "docs/hooks.md"
+
+
+def test_a_team_role_on_an_unprepared_store_gets_one_line_naming_the_owner_step(
+    origin, tmp_path, monkeypatch, postgres_url
+):
+    suffix = postgres_url.rsplit("/", 1)[1][-8:]
+    role = f"lonely_{suffix}"
+    with psycopg.connect(postgres_url, autocommit=True) as admin:
+        admin.execute(f"CREATE ROLE {role} LOGIN")
+    code, out = run_cli(origin, {"KNOWLEDGE_STORE": as_role(postgres_url, role)}, "reindex-all", "--quiet")
+    assert code == 1, out
+    assert "knowledge teams setup" in out
+    assert len(out.strip().splitlines()) == 1, out
+
+
+def test_a_store_url_in_a_tracked_knowledge_toml_needs_the_users_consent(origin, tmp_path, postgres_url):
+    (origin / "knowledge.toml").write_text(f'store = "{postgres_url}"\n')
+    code, out = run_cli(origin, {}, "status")
+    assert code == 1
+    assert "knowledge teams trust" in out
+    code, out = run_cli(origin, {}, "teams", "trust")
+    assert code == 0, out
+    settings, sources = load_settings(origin)
+    assert (settings.store, sources["store"]) == (postgres_url, "knowledge.toml")
+    (origin / "knowledge.toml").write_text('store = "postgresql://evil@attacker.example/x"\n')
+    with pytest.raises(ConfigError, match="teams trust"):
+        load_settings(origin)  # trust is for the URL that was allowed, not for whatever the file says next
 
 
 def test_a_database_that_is_down_is_one_clear_error(origin, monkeypatch):
@@ -146,16 +233,23 @@ def test_the_schema_is_versioned_and_migrates(origin, tmp_path, monkeypatch, pos
     kb.reindex_all()
     before = [h.id for h in kb.search("token budget", threshold=0).results]
     with psycopg.connect(postgres_url, autocommit=True) as admin:
-        assert admin.execute("SELECT version FROM knowledge_schema").fetchall() == [(2,)]
-        # the database as version 1 left it: no term statistics, no embedded count
+        assert admin.execute("SELECT version FROM knowledge_schema").fetchall() == [(3,)]
+        # the database as version 1 left it: no term statistics, no embedded count, a cache shared by all
         admin.execute("DROP TABLE knowledge_terms")
         admin.execute("ALTER TABLE knowledge_indexes DROP COLUMN embedded_count")
+        admin.execute("DROP TABLE knowledge_vectors")
+        admin.execute(
+            "CREATE TABLE knowledge_vectors (fingerprint text NOT NULL, content_hash text NOT NULL, "
+            "embedding vector NOT NULL, PRIMARY KEY (fingerprint, content_hash))"
+        )
         admin.execute("UPDATE knowledge_schema SET version = 1")
     again = member_kb(origin, tmp_path / "home", monkeypatch, postgres_url, HashingEmbedder())
     assert [h.id for h in again.search("token budget", threshold=0).results] == before  # migrated on connect
     with psycopg.connect(postgres_url, autocommit=True) as admin:
-        assert admin.execute("SELECT max(version) FROM knowledge_schema").fetchone() == (2,)
+        assert admin.execute("SELECT max(version) FROM knowledge_schema").fetchone() == (3,)
         assert admin.execute("SELECT count(*) FROM knowledge_terms").fetchone()[0] > 0
+        cached = admin.execute("SELECT count(DISTINCT repository) FROM knowledge_vectors").fetchone()[0]
+        assert cached == 1  # the cache rebuilt from the chunks, per repository
         counts = admin.execute("SELECT doc_count, embedded_count FROM knowledge_indexes WHERE live").fetchall()
         assert all(chunks == embedded > 0 for chunks, embedded in counts)
         admin.execute("UPDATE knowledge_schema SET version = 99")

@@ -10,7 +10,8 @@ from knowledge.cli import cli
 from knowledge.config import load_settings
 from knowledge.errors import ConfigError
 from knowledge.kb import KnowledgeBase
-from knowledge.secrets import SecretRedactor, is_secret_file
+from knowledge.path_gate import is_secret_file
+from knowledge.secrets import SecretRedactor
 from knowledge.server.backend import LocalBackend
 from knowledge.server.http import KnowledgeHTTPServer
 

@@ -16,6 +16,7 @@ import click
 
 from ..config import load_settings
 from ..errors import KnowledgeError
+from ..fs import private_dir
 from ..git import repo_root
 from ..records import IndexReport, Progress
 from ..render import (
@@ -70,7 +71,7 @@ class KnowledgeGroup(click.Group):
             except Exception:  # no git, unreadable folder: the message still goes out
                 log = Path.cwd() / ".knowledge" / "logs" / "last-error.log"
             try:
-                log.parent.mkdir(parents=True, exist_ok=True)
+                private_dir(log.parent)
                 log.write_text(traceback.format_exc(), encoding="utf-8")
                 where = f"; details in {log}"
             except OSError:
@@ -80,7 +81,14 @@ class KnowledgeGroup(click.Group):
 
 
 _STORAGE_ERRNOS = {errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOSPC, errno.EDQUOT}
-_SQLITE_STORAGE = ("readonly database", "disk is full", "unable to open database file", "disk i/o error")
+# "cannot rollback": what SQLite says when a transaction was already torn down by a full disk
+_SQLITE_STORAGE = (
+    "readonly database",
+    "disk is full",
+    "unable to open database file",
+    "disk i/o error",
+    "cannot rollback",
+)
 
 
 def storage_problem(exc: BaseException) -> str | None:
@@ -92,6 +100,24 @@ def storage_problem(exc: BaseException) -> str | None:
         return f"cannot write{where}: {exc.strerror or exc}"
     if isinstance(exc, sqlite3.OperationalError) and any(s in str(exc).lower() for s in _SQLITE_STORAGE):
         return f"cannot write the index under .knowledge/: {exc} (read-only, no permission or disk full?)"
+    return database_problem(exc)
+
+
+def database_problem(exc: BaseException) -> str | None:
+    """One line for a shared store (PostgreSQL) that refused a statement or went away, else None."""
+    if not type(exc).__module__.startswith("psycopg"):
+        return None
+    said = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+    if type(exc).__name__ == "InsufficientPrivilege":
+        return (
+            f"the shared store refused this role: {said}; the database owner grants it with "
+            "`knowledge teams setup --role ROLE` (docs/teams.md, Access)"
+        )
+    if type(exc).__name__ in {"OperationalError", "InterfaceError", "AdminShutdown"}:
+        return (
+            f"the shared store went away: {said}; nothing written by this pass is visible, the index is as the last "
+            "complete pass left it: rerun when the database is back"
+        )
     return None
 
 
@@ -685,4 +711,4 @@ def main() -> None:
     cli(prog_name="knowledge")
 
 
-from . import agents, daemon  # noqa: E402, F401 - registers show, serve, mcp and daemon on the group
+from . import agents, daemon, teams  # noqa: E402, F401 - registers show, serve, mcp, daemon and teams

@@ -8,6 +8,7 @@ import time
 
 import click
 
+from ..fs import private_dir
 from . import _daemon, _open, _root, cli
 
 IDLE_TIMEOUT = click.option(
@@ -47,7 +48,7 @@ def daemon_start_command(ctx: click.Context, idle_timeout: int, wait_seconds: in
         click.echo(f"daemon already running for {root}", err=True)
         return
     log = root / ".knowledge" / "logs" / "daemon.log"
-    log.parent.mkdir(parents=True, exist_ok=True)
+    private_dir(log.parent)
     with log.open("ab") as out:
         subprocess.Popen(
             [sys.executable, "-m", "knowledge", "-C", str(root), "daemon", "run", "--idle-timeout", str(idle_timeout)],

@@ -11,7 +11,7 @@ from typing import Any, Protocol
 from ..errors import KnowledgeError
 from ..kb import KnowledgeBase
 from ..render import hits_to_dict, report_to_dict, response_to_text, search_to_dict, source_to_dict, status_to_dict
-from ..request import SearchRequest
+from ..request import SearchRequest, check_text
 
 MAX_SOURCE_LINES = 5_000
 
@@ -47,6 +47,7 @@ def _str(params: dict[str, Any], name: str, required: bool = True) -> str | None
         return None
     if not isinstance(value, str) or not value.strip():
         raise KnowledgeError(f"{name}: expected a non-empty string")
+    check_text(name, value)
     return value
 
 
@@ -90,6 +91,12 @@ class LocalBackend:
         return hits_to_dict(self.kb.docs_for(_str(params, "target") or ""))
 
     def reindex(self, params: dict[str, Any]) -> dict[str, Any]:
+        for name in ("full", "worktree"):
+            if name in params and not isinstance(params[name], bool):
+                raise KnowledgeError(f"{name}: expected true or false, got {params[name]!r}")
+        unknown = sorted(set(params) - {"full", "worktree"})
+        if unknown:
+            raise KnowledgeError(f"unknown reindex parameter(s): {', '.join(unknown)}")
         with self._reindex_lock:
             if params.get("full") is True:
                 report = self.kb.reindex_all()

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ..fs import INDEX_DIR_NAME
 from ..records import Chunk, FileProblem
 
 if TYPE_CHECKING:
@@ -19,7 +20,7 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
 FORMAT_VERSION = 2
-INDEX_DIR = ".knowledge"
+INDEX_DIR = INDEX_DIR_NAME
 
 
 @dataclass(frozen=True, slots=True)

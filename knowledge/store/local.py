@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import IndexCorruptError, IndexIncompatibleError, IndexNotFoundError
-from ..fs import atomic_write
+from ..fs import atomic_write, create_private_file, private_dir
 from ..records import Chunk, FileProblem
 from . import (
     FORMAT_VERSION,
@@ -166,11 +166,12 @@ class LocalStore:
     def create(cls, root: Path, kind: str, manifest: Manifest) -> LocalStore:
         """A new, empty index built beside the live one; `publish()` swaps it in. The caller holds the lock."""
         folder = index_dir(root)
-        folder.mkdir(parents=True, exist_ok=True)
+        private_dir(folder)
         remove_stale_temp_files(folder)
         building = folder / f".{kind}.sqlite.building"
         for leftover in (building, Path(f"{building}-wal"), Path(f"{building}-shm")):
             leftover.unlink(missing_ok=True)
+        create_private_file(building)
         db = _connect(building)
         db.execute("PRAGMA auto_vacuum = INCREMENTAL")  # compaction frees the delta's pages: give them back
         db.executescript(_SCHEMA)

@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 _MIGRATION_LOCK = 0x4B4E4F57  # advisory lock key held while the schema is created or migrated
 _BUILDING_LOCK = 7411  # (this, index id): held by the process building a not-yet-live index
 BM25_K1, BM25_B = 1.2, 0.75  # FTS5's bm25() defaults, so both engines rank alike
@@ -105,7 +105,27 @@ INSERT INTO knowledge_terms (index_id, repository, lexeme, df)
     SELECT c.index_id, min(c.repository), u.lexeme, count(*)
     FROM knowledge_chunks c, unnest(tsvector_to_array(c.lex)) AS u(lexeme) GROUP BY c.index_id, u.lexeme;
 """
+# Version 3: the vector cache belongs to a repository (row-level security like the chunks), so a team role can
+# neither read nor poison another team's cache; the HNSW indexes of the known models' sizes are made here, by the
+# owner, once, rather than by every writer (PostgreSQL lets only a table's owner create its indexes).
+_SCHEMA_V3 = """
+CREATE TABLE knowledge_vectors_v3 (
+    repository text NOT NULL, fingerprint text NOT NULL, content_hash text NOT NULL, embedding vector NOT NULL,
+    PRIMARY KEY (repository, fingerprint, content_hash));
+INSERT INTO knowledge_vectors_v3 (repository, fingerprint, content_hash, embedding)
+    SELECT DISTINCT ON (c.repository, i.manifest->>'fingerprint', c.content_hash)
+           c.repository, i.manifest->>'fingerprint', c.content_hash, c.embedding
+    FROM knowledge_chunks c JOIN knowledge_indexes i ON i.id = c.index_id WHERE c.embedding IS NOT NULL;
+DROP TABLE knowledge_vectors;
+ALTER TABLE knowledge_vectors_v3 RENAME TO knowledge_vectors;
+ALTER INDEX knowledge_vectors_v3_pkey RENAME TO knowledge_vectors_pkey;
+"""
+KNOWN_DIMS = (384, 768)  # all-MiniLM-L6-v2, all-mpnet-base-v2
 _PROTECTED_TABLES = ("knowledge_indexes", "knowledge_chunks", "knowledge_files", "knowledge_problems")
+# What a team role may do (docs/teams.md, Access): its own repositories' rows (row-level security), never the grants,
+# the schema version or another repository's vector cache.
+MEMBER_TABLES = (*_PROTECTED_TABLES, "knowledge_terms", "knowledge_vectors")
+READ_ONLY_TABLES = ("knowledge_grants", "knowledge_schema")
 
 
 class StoreUnavailableError(KnowledgeError):
@@ -148,6 +168,12 @@ def connect(url: str) -> Any:  # noqa: ANN401 - a psycopg.Connection (optional d
     try:
         migrate(conn)
         register_vector(conn)
+    except psycopg.errors.InsufficientPrivilege as exc:
+        conn.close()
+        raise StoreUnavailableError(
+            f"{redacted(url)}: the knowledge schema is missing or older than this knowledge ({SCHEMA_VERSION}) and "
+            "this role may not change it: the database owner runs `knowledge teams setup` once"
+        ) from exc
     except psycopg.Error as exc:
         conn.close()
         raise StoreUnavailableError(f"{redacted(url)}: cannot prepare the knowledge schema ({exc})") from exc
@@ -175,6 +201,11 @@ def migrate(conn: Any) -> int:  # noqa: ANN401
         if version < 2:
             conn.execute(_SCHEMA_V2)
             _protect(conn, "knowledge_terms")
+        if version < 3:
+            conn.execute(_SCHEMA_V3)
+            _protect(conn, "knowledge_vectors")
+            for dims in KNOWN_DIMS:
+                conn.execute(_hnsw_sql(dims))
         conn.execute("INSERT INTO knowledge_schema (version) VALUES (%s)", (SCHEMA_VERSION,))
     return SCHEMA_VERSION
 
@@ -185,10 +216,40 @@ def _protect(conn: Any, table: str) -> None:  # noqa: ANN401
 
 
 def grant(conn: Any, repository: str, role: str) -> None:  # noqa: ANN401
-    """Limit `repository` to members of `role` (a repository without grants is readable by every role)."""
+    """Limit `repository` to members of `role` (a repository without grants is readable by every role). Owner only."""
     conn.execute(
         "INSERT INTO knowledge_grants (repository, grantee) VALUES (%s, %s) ON CONFLICT DO NOTHING", (repository, role)
     )
+
+
+def revoke(conn: Any, repository: str, role: str) -> int:  # noqa: ANN401
+    """Take `repository` away from `role`; returns how many grants were removed. Owner only."""
+    return int(
+        conn.execute("DELETE FROM knowledge_grants WHERE repository = %s AND grantee = %s", (repository, role)).rowcount
+    )
+
+
+def grants(conn: Any, repository: str) -> list[str]:  # noqa: ANN401
+    rows = conn.execute("SELECT grantee FROM knowledge_grants WHERE repository = %s ORDER BY 1", (repository,))
+    return [str(r[0]) for r in rows.fetchall()]
+
+
+def allow_member_role(conn: Any, role: str) -> None:  # noqa: ANN401
+    """Give `role` (and so every role that is a member of it) what a team member needs, and nothing more."""
+    from psycopg import sql
+
+    name = sql.Identifier(role)
+    with conn.transaction():
+        for table in MEMBER_TABLES:
+            conn.execute(
+                sql.SQL("GRANT SELECT, INSERT, UPDATE, DELETE ON {} TO {}").format(sql.Identifier(table), name)
+            )
+        for table in READ_ONLY_TABLES:
+            conn.execute(sql.SQL("REVOKE ALL ON {} FROM {}").format(sql.Identifier(table), name))
+            conn.execute(sql.SQL("GRANT SELECT ON {} TO {}").format(sql.Identifier(table), name))
+        conn.execute(
+            sql.SQL("GRANT USAGE ON SEQUENCE knowledge_indexes_id_seq, knowledge_chunks_key_seq TO {}").format(name)
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -252,14 +313,32 @@ def symbol_key(chunk: Chunk) -> str | None:
     return chunk.symbol.replace("_", "").lower() or None
 
 
+def _hnsw_sql(dims: int) -> str:
+    return (
+        f"CREATE INDEX IF NOT EXISTS knowledge_chunks_hnsw_{int(dims)} ON knowledge_chunks "
+        f"USING hnsw ((embedding::vector({int(dims)})) vector_cosine_ops) WHERE dims = {int(dims)}"
+    )
+
+
 def ensure_vector_index(conn: Any, dims: int) -> None:  # noqa: ANN401
-    """The HNSW index (cosine) over the vectors of `dims` dimensions; PostgreSQL keeps it current from then on."""
+    """The HNSW index (cosine) over the vectors of `dims` dimensions; PostgreSQL keeps it current from then on.
+
+    Only the tables' owner may create it: the known sizes are made by the migration; another size is made here when
+    this role owns the table, and otherwise refused in one line that says who must run what."""
+    name = f"knowledge_chunks_hnsw_{int(dims)}"
+    if conn.execute("SELECT to_regclass(%s) IS NOT NULL", (name,)).fetchone()[0]:
+        return
+    owner = conn.execute(
+        "SELECT pg_has_role(current_user, tableowner, 'USAGE') FROM pg_tables WHERE tablename = 'knowledge_chunks'"
+    ).fetchone()
+    if not (owner and owner[0]):
+        raise StoreUnavailableError(
+            f"the shared store has no vector index for {int(dims)}-dimension models and this role may not create "
+            f"one: the database owner runs `knowledge teams setup` once with this model configured"
+        )
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
-        conn.execute(
-            f"CREATE INDEX IF NOT EXISTS knowledge_chunks_hnsw_{int(dims)} ON knowledge_chunks "
-            f"USING hnsw ((embedding::vector({int(dims)})) vector_cosine_ops) WHERE dims = {int(dims)}"
-        )
+        conn.execute(_hnsw_sql(dims))
 
 
 def _array(vector: Any) -> Any:  # noqa: ANN401 - pgvector returns a Vector or a numpy array by protocol
@@ -624,15 +703,15 @@ class PostgresStore:
                 conn.execute(
                     "UPDATE knowledge_chunks c SET embedding = v.embedding, dims = %s, embed_text = NULL "
                     "FROM knowledge_vectors v WHERE c.index_id = %s AND c.embedding IS NULL "
-                    "AND v.fingerprint = %s AND v.content_hash = c.content_hash",
-                    (dims, self.index_id, self.manifest.fingerprint),
+                    "AND v.repository = %s AND v.fingerprint = %s AND v.content_hash = c.content_hash",
+                    (dims, self.index_id, repository, self.manifest.fingerprint),
                 )
-                known = [(self.manifest.fingerprint, r[4], r[13]) for r in rows if r[13] is not None]
+                known = [(repository, self.manifest.fingerprint, r[4], r[13]) for r in rows if r[13] is not None]
                 if known:
                     with conn.cursor() as cursor:
                         cursor.executemany(
-                            "INSERT INTO knowledge_vectors (fingerprint, content_hash, embedding) VALUES (%s, %s, %s) "
-                            "ON CONFLICT DO NOTHING",
+                            "INSERT INTO knowledge_vectors (repository, fingerprint, content_hash, embedding) "
+                            "VALUES (%s, %s, %s, %s) ON CONFLICT DO NOTHING",
                             known,
                         )
             if change.files:
@@ -684,9 +763,14 @@ class PostgresStore:
                 if row is not None:
                     stored += 1
                     conn.execute(
-                        "INSERT INTO knowledge_vectors (fingerprint, content_hash, embedding) VALUES (%s, %s, %s) "
-                        "ON CONFLICT DO NOTHING",
-                        (self.manifest.fingerprint, row[0], np.asarray(vector, dtype=np.float32)),
+                        "INSERT INTO knowledge_vectors (repository, fingerprint, content_hash, embedding) "
+                        "VALUES (%s, %s, %s, %s) ON CONFLICT DO NOTHING",
+                        (
+                            self.target.repository,
+                            self.manifest.fingerprint,
+                            row[0],
+                            np.asarray(vector, dtype=np.float32),
+                        ),
                     )
             conn.execute(
                 "UPDATE knowledge_indexes SET embedded_count = embedded_count + %s WHERE id = %s",

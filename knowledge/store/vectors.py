@@ -143,6 +143,7 @@ def write_snapshot(
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         index.save(str(tmp))
+        tmp.chmod(0o600)  # usearch creates it with the umask's mode; the index is owner-only like the rest
         with tmp.open("rb+") as handle:
             os.fsync(handle.fileno())
         identity = SnapshotIdentity(len(index), tmp.stat().st_size, _sha256(tmp))

@@ -1,0 +1,129 @@
+"""The one gate every reader of repository files goes through (indexing, `show`, the servers, drift, docs-for).
+
+A path is read only when the whole of it, every directory symlink included, resolves to a regular file inside the
+repository root, outside `.git/` and `.knowledge/`, whose name (before and after resolving) is not a secrets file;
+serving readers also ask git whether the path is ignored, and treat any answer but "ignored"/"not ignored" as a no.
+"""
+
+from __future__ import annotations
+
+import errno
+import fnmatch
+import os
+import stat
+import subprocess
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+NEVER_SERVED = frozenset({".git", ".knowledge"})
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """Why a path is not read; `perimeter` is true when reading it would cross the repository's boundary."""
+
+    reason: str
+    perimeter: bool = True
+
+    def __str__(self) -> str:
+        return self.reason
+
+
+def is_secret_file(rel: str, patterns: Iterable[str]) -> bool:
+    """True when the file's name matches one of the secret-file globs (matched against the last path component)."""
+    name = rel.rsplit("/", 1)[-1]
+    return any(fnmatch.fnmatchcase(name, pattern) for pattern in patterns)
+
+
+def _name_problem(rel: str, secret_files: Iterable[str]) -> Refusal | None:
+    if "\0" in rel:
+        return Refusal("path contains a NUL byte")
+    try:
+        rel.encode("utf-8")
+    except UnicodeEncodeError:
+        return Refusal("file name is not valid UTF-8 (rename it to index it)", perimeter=False)
+    parts = Path(rel).parts
+    if not parts or Path(rel).is_absolute() or ".." in parts:
+        return Refusal("not a path inside the repository")
+    if parts[0] in NEVER_SERVED or ".git" in parts:
+        return Refusal(f"inside {parts[0] if parts[0] in NEVER_SERVED else '.git'}/, which is never read")
+    if is_secret_file(rel, secret_files):
+        return Refusal("a secrets file by its name (setting `secret_files`), never read")
+    return None
+
+
+def resolve_inside(root: Path, rel: str, secret_files: Iterable[str] = ()) -> Path | Refusal:
+    """The regular file `rel` names inside `root`, resolved through every symlink, or why it must not be read."""
+    secret_files = tuple(secret_files)
+    problem = _name_problem(rel, secret_files)
+    if problem is not None:
+        return problem
+    path = root / rel
+    try:
+        path.lstat()
+    except FileNotFoundError:
+        return Refusal("listed by git but missing from the work tree", perimeter=False)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return Refusal("symlink loop (not followed)")
+        return Refusal(f"unreadable: {exc.strerror or exc}", perimeter=False)
+    try:
+        target = path.resolve(strict=True)
+    except RuntimeError:  # Python 3.11 raises this for a loop; 3.13 an OSError
+        return Refusal("symlink loop (not followed)")
+    except OSError as exc:
+        return Refusal("symlink loop (not followed)" if exc.errno == errno.ELOOP else "broken symlink")
+    base = root.resolve()
+    if not target.is_relative_to(base):
+        return Refusal("resolves to a file outside the repository (symlink not followed)")
+    inner = target.relative_to(base).as_posix()
+    if inner != rel:
+        problem = _name_problem(inner, secret_files)
+        if problem is not None:
+            return Refusal(f"symlink to {inner}: {problem.reason}", perimeter=problem.perimeter)
+    try:
+        info = target.stat()
+    except OSError:
+        return Refusal("broken symlink")
+    if not stat.S_ISREG(info.st_mode):
+        return Refusal("not a regular file", perimeter=False)
+    return target
+
+
+def _git_env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env["GIT_OPTIONAL_LOCKS"] = "0"
+    return env
+
+
+def _check_ignore(root: Path, rel: str) -> tuple[int, str]:
+    result = subprocess.run(
+        ["git", "check-ignore", "-q", "--", rel], cwd=root, env=_git_env(), capture_output=True, check=False
+    )
+    lines = result.stderr.decode("utf-8", "replace").strip().splitlines()
+    return result.returncode, lines[0] if lines else f"exit {result.returncode}"
+
+
+def ignored_by_git(root: Path, resolved: str, asked: str | None = None) -> Refusal | None:
+    """A refusal when git ignores the resolved path (or the asked one, when a symlink led there), or cannot say
+    whether it does: any status other than 0 or 1 (e.g. "beyond a symbolic link") is a no, never a yes."""
+    status, message = _check_ignore(root, resolved)
+    if status == 0:
+        return Refusal("ignored by git (.gitignore), so not served")
+    if status != 1:
+        return Refusal(f"git cannot vouch for it ({message})")
+    # The asked path runs through a symlink; git may not be able to judge it ("beyond a symbolic link"), which is
+    # fine once the resolved path is vouched for, but an explicit ignore on it still refuses.
+    if asked is not None and asked != resolved and _check_ignore(root, asked)[0] == 0:
+        return Refusal("ignored by git (.gitignore), so not served")
+    return None
+
+
+def servable(root: Path, rel: str, secret_files: Iterable[str], in_git: bool) -> Path | Refusal:
+    """`resolve_inside` plus git's ignore rules on the resolved and the asked path: the gate for serving."""
+    target = resolve_inside(root, rel, secret_files)
+    if isinstance(target, Refusal) or not in_git:
+        return target
+    inner = target.relative_to(root.resolve()).as_posix()
+    return ignored_by_git(root, inner, rel) or target
