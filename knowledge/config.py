@@ -247,7 +247,7 @@ def backtracks_catastrophically(pattern: str) -> bool:
     def walk(items: Any, inside_unbounded: bool) -> bool:  # noqa: ANN401 - sre_parse's SubPattern
         for op, arg in items:
             if op in repeats:
-                low, high, sub = arg
+                _low, high, sub = arg
                 if high == unbounded or high > 100:
                     if inside_unbounded and op != _parser.POSSESSIVE_REPEAT:
                         return True

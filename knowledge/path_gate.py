@@ -76,9 +76,11 @@ def resolve_inside(root: Path, rel: str, secret_files: Iterable[str] = ()) -> Pa
         return Refusal("symlink loop (not followed)" if exc.errno == errno.ELOOP else "broken symlink")
     base = root.resolve()
     if not target.is_relative_to(base):
-        return Refusal("resolves to a file outside the repository (symlink not followed)")
+        return Refusal("symlink to a file outside the repository (not followed)")
     inner = target.relative_to(base).as_posix()
     if inner != rel:
+        if inner.split("/")[0] in NEVER_SERVED or ".git" in inner.split("/"):
+            return Refusal("symlink into .git or .knowledge (not followed)")
         problem = _name_problem(inner, secret_files)
         if problem is not None:
             return Refusal(f"symlink to {inner}: {problem.reason}", perimeter=problem.perimeter)

@@ -38,12 +38,24 @@ class RankingRules:
     heading_words: float = 1.0  # votes for a doc section whose own heading spells the query's words (mixed answers)
     file_coherence: float = 0.5  # share of what the file's other candidates scored that a chunk gains …
     file_coherence_cap: float = 2.0  # … counted up to this many first-rank votes
+    # A file's place is led by a function or method, not by its header, imports, class shell or constructor, when
+    # one scores at least this share of the leader: the file keeps its rank, the asked method its text (0: off).
+    entity_first: float = 0.0
     enabled: bool = True
 
 
 DEFAULT_RULES = RankingRules()
 # What `--explain` shows, in this order.
-RULE_NAMES = ("defines", "file_words", "heading_words", "file_coherence", "header", "demoted", "same_file")
+RULE_NAMES = (
+    "defines",
+    "file_words",
+    "heading_words",
+    "file_coherence",
+    "header",
+    "demoted",
+    "entity_first",
+    "same_file",
+)
 
 _QUIET_PATH = re.compile(
     r"(^|/)(tests?|testing|__tests__|__mocks__|spec|specs|examples?|samples?|demos?|docs_src|vendor|vendored|"
@@ -199,15 +211,59 @@ def _file_coherence(ranked: Sequence[tuple[Ranked, Chunk | None]], vote: float, 
                 candidate.fused += share
 
 
+_CALLABLE = frozenset({"function", "method"})
+_SHELLS = frozenset({"__init__", "constructor", "init", "new"})
+
+
+def _specific(chunk: Chunk | None) -> bool:
+    return chunk is not None and chunk.symbol_kind in _CALLABLE and chunk.symbol.lower() not in _SHELLS
+
+
+def _entities_lead(ranked: Sequence[tuple[Ranked, Chunk | None]], share: float) -> None:
+    """Where a file's best candidate is not a function or method (a header, an import block, a class shell, a
+    constructor naming every field) and one of its functions scores at least `share` of it, the two trade scores:
+    the file keeps its place and is represented by the code that does something."""
+    leader: dict[str, int] = {}
+    for position, (_, chunk) in enumerate(ranked):
+        if chunk is not None and chunk.kind == "code" and chunk.path not in leader:
+            leader[chunk.path] = position
+    for path, first in leader.items():
+        head, head_chunk = ranked[first]
+        if _specific(head_chunk):
+            continue
+        best = max(
+            (
+                position
+                for position, (candidate, chunk) in enumerate(ranked)
+                if position > first
+                and chunk is not None
+                and chunk.path == path
+                and _specific(chunk)
+                and candidate.fused >= share * head.fused
+            ),
+            key=lambda position: ranked[position][0].fused,
+            default=None,
+        )
+        if best is not None:
+            other = ranked[best][0]
+            head.fused, other.fused = other.fused, head.fused
+            other.rules["entity_first"] = round(other.fused - head.fused, 4)
+
+
 def diversify(ranked: Sequence[tuple[Ranked, Chunk | None]], rules: RankingRules = DEFAULT_RULES) -> list[int]:
     """Positions of `ranked` (best first) re-sorted after the second and later chunks of one file lose credit."""
     if not rules.enabled:
         for candidate, _ in ranked:
             candidate.final = candidate.fused
         return list(range(len(ranked)))
+    indices = list(range(len(ranked)))
+    if rules.entity_first:
+        _entities_lead(ranked, rules.entity_first)
+        indices.sort(key=lambda i: -ranked[i][0].fused)
     seen: Counter[str] = Counter()
     scores = []
-    for position, (candidate, chunk) in enumerate(ranked):
+    for position in indices:
+        candidate, chunk = ranked[position]
         score = candidate.fused
         if chunk is not None:
             seen[chunk.path] += 1

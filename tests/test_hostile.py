@@ -61,10 +61,10 @@ def test_show_refuses_links_out_and_git_internals(linked_repo, path):
 
 
 def test_show_refuses_gitignored_files(git_repo):
-    commit(git_repo, {".gitignore": ".env\n", "docs/a.md": "# A\n\ntext\n"})
-    (git_repo / ".env").write_text("API_KEY=abc123\n")
+    commit(git_repo, {".gitignore": "local.txt\n", "docs/a.md": "# A\n\ntext\n"})
+    (git_repo / "local.txt").write_text("API_KEY=abc123\n")
     with pytest.raises(PathOutsideRepositoryError, match="ignored by git"):
-        open_kb(git_repo).source(".env")
+        open_kb(git_repo).source("local.txt")
     assert open_kb(git_repo).source("docs/a.md").lines[0] == "# A"
 
 

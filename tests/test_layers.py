@@ -22,6 +22,7 @@ LAYERS = {
         "knowledge.findability",
         "knowledge.ranking",
         "knowledge.pieces",
+        "knowledge.teams",
     ),
     "adapters": ("knowledge.store", "knowledge.embedding", "knowledge.git", "knowledge.corpus", "knowledge.chunking"),
     "leaves": (
@@ -37,6 +38,7 @@ LAYERS = {
         "knowledge.version",
         "knowledge.secrets",
         "knowledge.references",
+        "knowledge.path_gate",
     ),
 }
 ORDER = list(LAYERS)

@@ -1,0 +1,309 @@
+"""The ranking gate: every benchmark through the product's own search path, base and working tree side by side.
+
+    python bench/function_set.py                       # once: the function-level set under /tmp/function-set
+    python bench/gate.py --base main --out bench/results/gate.json
+
+Benchmarks (each a list of repositories with annotated queries, scored as semble's README says: a target counts at
+the first of the top 10 results whose path matches and, when it has lines, whose range overlaps them):
+- semble-dev: the 15 repositories of ../shared/bench-data/semble-dev, file-level targets, also as two fixed folds;
+- function: the CodeSearchNet-style set of bench/function_set.py (doc comment -> the documented function);
+- cosqa, scifact: ../shared/bench-data, each document a file (CoSQA snippets as `.py` code, SciFact abstracts as
+  Markdown), qrels' documents as file-level targets;
+- mixed: this repository's docs and code at the base commit, `--kind all`: each doc's description asks for its file,
+  each `##` heading for its section.
+Every query runs through `KnowledgeBase.search` twice: with the product's defaults (threshold included; budget off,
+metadata only, k 10) and with threshold 0. The base is checked out with `git worktree`; each side indexes its own copy
+of the corpora, both sharing one vector cache (content-hash keyed, in --home), so a ranking-only change costs queries,
+not embeddings. `--model` picks the model both sides run (default: the product's default).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+PROJECT = HERE.parent
+SHARED = PROJECT.parent / "shared" / "bench-data"
+FOLDS = {  # fixed, mixed languages: tune on one, report the other
+    "fold_a": ["aiohttp", "httpx", "starlette", "redux", "chi", "axum", "libuv", "flask"],
+    "fold_b": ["model2vec", "requests", "express", "trpc", "gin", "gson", "fmtlib"],
+}
+SETTINGS = {"defaults": {}, "threshold0": {"threshold": 0.0}}
+MAX_BEIR_QUERIES = 300  # the first 300 test queries of CoSQA and SciFact: enough for a 0.003 step, 2 cores
+
+
+def git(*args: str, cwd: Path | None = None) -> str:
+    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout
+
+
+def commit_tree(dest: Path) -> None:
+    git("init", "-q", cwd=dest)
+    git("add", "-A", cwd=dest)
+    git("-c", "user.name=gate", "-c", "user.email=gate@example.com", "commit", "-qm", "corpus", cwd=dest)
+
+
+# ---- corpora: built once, copied per side ---------------------------------------------------------------------
+def semble_corpora(mirror: Path, work: Path) -> dict[str, tuple[Path, list[dict]]]:
+    sys.path.insert(0, str(HERE))
+    from semble_dev import checkout
+
+    repos = json.loads((SHARED / "semble-dev" / "repos.json").read_text())
+    out = {}
+    for repo in repos:
+        root = checkout(repo, mirror, work / "semble-dev")
+        queries = json.loads((SHARED / "semble-dev" / "annotations" / f"{repo['name']}.json").read_text())
+        out[repo["name"]] = (
+            root,
+            [
+                {
+                    "query": q["query"],
+                    "targets": q["relevant"] + q.get("secondary", []),
+                    "category": q.get("category", ""),
+                }
+                for q in queries
+            ],
+        )
+    return out
+
+
+def function_corpora(function_set: Path) -> dict[str, tuple[Path, list[dict]]]:
+    out = {}
+    for path in sorted((function_set / "annotations").glob("*.json")):
+        queries = json.loads(path.read_text())
+        out[path.stem] = (
+            function_set / "trees" / path.stem,
+            [{"query": q["query"], "targets": q["relevant"], "category": "function"} for q in queries],
+        )
+    return out
+
+
+def beir_corpus(name: str, work: Path) -> dict[str, tuple[Path, list[dict]]]:
+    sys.path.insert(0, str(HERE))
+    from beir_data import load
+
+    data = load(SHARED / name)
+    root = work / name
+    suffix = ".py" if name == "cosqa" else ".md"
+    if not (root / ".git").exists():
+        root.mkdir(parents=True, exist_ok=True)
+        for doc_id, (title, text) in data.corpus.items():
+            body = text if name == "cosqa" else f"---\ntitle: {json.dumps(title)}\n---\n{text}\n"
+            (root / f"{doc_id}{suffix}").write_text(body, encoding="utf-8")
+        commit_tree(root)
+    queries = [
+        {"query": data.queries[qid], "targets": [f"{d}{suffix}" for d in sorted(relevant)], "category": name}
+        for qid, relevant in sorted(data.qrels.items())[:MAX_BEIR_QUERIES]
+    ]
+    return {name: (root, queries)}
+
+
+def mixed_corpus(base: str, work: Path) -> dict[str, tuple[Path, list[dict]]]:
+    import frontmatter
+
+    root = work / "mixed" / "knowledge"
+    if not (root / ".git").exists():
+        root.mkdir(parents=True, exist_ok=True)
+        archive = subprocess.run(["git", "archive", base], cwd=PROJECT, check=True, capture_output=True).stdout
+        subprocess.run(["tar", "-x", "-C", str(root)], input=archive, check=True)
+        commit_tree(root)
+    queries = []
+    for doc in [*sorted((root / "docs").glob("*.md")), root / "README.md"]:
+        rel = doc.relative_to(root).as_posix()
+        text = doc.read_text()
+        description = frontmatter.loads(text).metadata.get("description")
+        if description:
+            queries.append({"query": str(description), "targets": [rel], "category": "description"})
+        lines = text.split("\n")
+        heads = [(i + 1, line[3:].strip()) for i, line in enumerate(lines) if line.startswith("## ")]
+        for n, (start, title) in enumerate(heads):
+            end = heads[n + 1][0] - 1 if n + 1 < len(heads) else len(lines)
+            if len(title.split()) >= 2:
+                queries.append(
+                    {
+                        "query": re.sub(r"^\d+[a-z]?\.\s*", "", title),
+                        "targets": [{"path": rel, "start_line": start, "end_line": end}],
+                        "category": "heading",
+                    }
+                )
+    return {"knowledge": (root, queries)}
+
+
+# ---- one side: index its copy of every corpus, run every query --------------------------------------------------
+WORKER = r"""
+import json, sys, time, statistics
+sys.path.insert(0, sys.argv[1])
+from knowledge.kb import KnowledgeBase
+spec = json.loads(open(sys.argv[2]).read())
+out = {}
+for bench, repos in spec["benches"].items():
+    kind = "all" if bench == "mixed" else ("docs" if bench == "scifact" else "code")
+    for repo, (root, queries) in repos.items():
+        started = time.monotonic()
+        overrides = {"model": spec["model"], "home": spec["home"]}
+        kb = KnowledgeBase.open(__import__("pathlib").Path(root), overrides=overrides)
+        if kb.engine.exists("docs") or kb.engine.exists("code"):
+            kb.reindex_changes()
+        else:
+            kb.reindex_all()
+        print(f"  {bench}/{repo}: indexed in {time.monotonic() - started:.0f}s", file=sys.stderr, flush=True)
+        import dataclasses
+        import knowledge.ranking as ranking
+        shipped = ranking.DEFAULT_RULES
+        for variant, overrides in spec["variants"].items():
+            ranking.DEFAULT_RULES = dataclasses.replace(shipped, **overrides)  # what resolve_options hands search()
+            answers = {}
+            for name, extra in spec["settings"].items():
+                rows = []
+                for q in queries:
+                    response = kb.search(q["query"], kind=kind, k=10, budget=50000, metadata_only=True, **extra)
+                    rows.append([[h.path, h.line_start, h.line_end] for h in response.results])
+                answers[name] = rows
+            out.setdefault(variant, {}).setdefault(bench, {})[repo] = answers
+        ranking.DEFAULT_RULES = shipped
+json.dump(out, open(sys.argv[3], "w"))
+"""
+
+
+def target_rank(results: list, target: str | dict) -> int | None:
+    path = target if isinstance(target, str) else target["path"]
+    span = None if isinstance(target, str) else (target["start_line"], target["end_line"])
+    for rank, (found, start, end) in enumerate(results[:10], start=1):
+        if found != path and not found.endswith("/" + path):
+            continue
+        if span is None or (start <= span[1] and end >= span[0]):
+            return rank
+    return None
+
+
+def ndcg(results: list, targets: list) -> float:
+    import math
+
+    ranks = {target_rank(results, t) for t in targets} - {None}
+    dcg = sum(1 / math.log2(rank + 1) for rank in ranks)
+    ideal = sum(1 / math.log2(rank + 1) for rank in range(1, min(10, len(targets)) + 1))
+    return dcg / ideal if ideal else 0.0
+
+
+def score(answers: dict, corpora: dict[str, dict[str, tuple[Path, list[dict]]]]) -> dict:
+    table: dict = {}
+    for bench, repos in corpora.items():
+        for setting in SETTINGS:
+            per_repo = {
+                repo: statistics.fmean(
+                    ndcg(res, q["targets"]) for res, q in zip(answers[bench][repo][setting], queries, strict=True)
+                )
+                for repo, (_, queries) in repos.items()
+            }
+            table.setdefault(bench, {})[setting] = {"mean": statistics.fmean(per_repo.values()), "repos": per_repo}
+            if bench == "semble-dev":
+                for fold, names in FOLDS.items():
+                    table.setdefault(f"semble-{fold}", {})[setting] = {
+                        "mean": statistics.fmean(per_repo[n] for n in names)
+                    }
+    return table
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--base", default="main", help="the git revision to compare with")
+    parser.add_argument("--model", default="all-mpnet-base-v2")
+    parser.add_argument("--mirror", type=Path, default=Path("/work/.mirror"))
+    parser.add_argument("--function-set", type=Path, default=Path("/tmp/function-set"))
+    parser.add_argument("--work", type=Path, default=Path("/tmp/gate"))
+    parser.add_argument("--home", type=Path, default=None, help="model and vector cache (default: the user's)")
+    parser.add_argument("--benches", nargs="*", default=["semble-dev", "function", "cosqa", "scifact", "mixed"])
+    parser.add_argument("--sides", nargs="*", default=["base", "tree"])
+    parser.add_argument(
+        "--variants",
+        type=json.loads,
+        default={},
+        help='the tree side also with these ranking-policy overrides, e.g. \'{"fusion": {"enabled": false}}\'',
+    )
+    parser.add_argument("--out", type=Path)
+    args = parser.parse_args()
+    work = args.work
+    corpora_dir = work / "corpora"
+    builders = {
+        "semble-dev": lambda: semble_corpora(args.mirror, corpora_dir),
+        "function": lambda: function_corpora(args.function_set),
+        "cosqa": lambda: beir_corpus("cosqa", corpora_dir),
+        "scifact": lambda: beir_corpus("scifact", corpora_dir),
+        "mixed": lambda: mixed_corpus(args.base, corpora_dir),
+    }
+    corpora = {bench: builders[bench]() for bench in args.benches}
+    sides = {"tree": PROJECT}
+    if "base" in args.sides:
+        base_root = work / "base-src"
+        if base_root.exists():
+            subprocess.run(["git", "worktree", "remove", "--force", str(base_root)], cwd=PROJECT, check=False)
+            shutil.rmtree(base_root, ignore_errors=True)
+        git("worktree", "add", "--detach", "-f", str(base_root), args.base, cwd=PROJECT)
+        sides["base"] = base_root
+    home = str(args.home or os.environ.get("KNOWLEDGE_HOME") or Path.home() / ".cache" / "knowledge")
+    results: dict = {"model": args.model, "base": git("rev-parse", args.base, cwd=PROJECT).strip(), "sides": {}}
+    for side in args.sides:
+        started = time.monotonic()
+        benches = {}
+        for bench, repos in corpora.items():
+            copies = {}
+            for repo, (root, queries) in repos.items():
+                copy = work / side / bench / repo
+                if not copy.exists():
+                    shutil.copytree(root, copy, symlinks=True, ignore=shutil.ignore_patterns(".knowledge"))
+                copies[repo] = (str(copy), queries)
+            benches[bench] = copies
+        spec = work / f"{side}.spec.json"
+        variants = {"shipped": {}, **(args.variants if side == "tree" else {})}
+        spec.write_text(
+            json.dumps(
+                {"benches": benches, "model": args.model, "home": home, "settings": SETTINGS, "variants": variants}
+            )
+        )
+        answers_path = work / f"{side}.answers.json"
+        print(f"{side}: running {sum(len(q) for r in corpora.values() for _, q in r.values())} queries", flush=True)
+        subprocess.run(
+            [sys.executable, "-c", WORKER, str(sides[side]), str(spec), str(answers_path)],
+            check=True,
+            env={**os.environ, "KNOWLEDGE_NO_DAEMON": "1"},
+        )
+        for variant, answers in json.loads(answers_path.read_text()).items():
+            label = side if variant == "shipped" else f"{side}:{variant}"
+            results["sides"][label] = score(answers, corpora)
+        results["seconds"] = {**results.get("seconds", {}), side: round(time.monotonic() - started)}
+    print_table(results)
+    if args.out:
+        args.out.write_text(json.dumps(results, indent=1, sort_keys=True))
+
+
+def print_table(results: dict) -> None:
+    sides = list(results["sides"])
+    rows = list(results["sides"][sides[0]])
+    print(f"\nmodel {results['model']}, base {results['base'][:10]}")
+    head = " | ".join(f"{s} {setting}" for setting in SETTINGS for s in sides)
+    print(f"| benchmark | {head} |")
+    print("|---" * (1 + len(sides) * len(SETTINGS)) + "|")
+    means = {(s, setting): [] for s in sides for setting in SETTINGS}
+    for bench in rows:
+        cells = []
+        for setting in SETTINGS:
+            for s in sides:
+                value = results["sides"][s][bench][setting]["mean"]
+                cells.append(f"{value:.3f}")
+                if not bench.startswith("semble-fold"):
+                    means[(s, setting)].append(value)
+        print(f"| {bench} | " + " | ".join(cells) + " |")
+    overall = [f"{statistics.fmean(means[(s, st)]):.3f}" for st in SETTINGS for s in sides]
+    print("| **mean** | " + " | ".join(overall) + " |")
+
+
+if __name__ == "__main__":
+    main()
