@@ -228,8 +228,11 @@ def main() -> None:
         default={},
         help='the tree side also with these ranking-policy overrides, e.g. \'{"fusion": {"enabled": false}}\'',
     )
+    parser.add_argument("--settings", nargs="*", default=list(SETTINGS), help="defaults, threshold0 or both")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
+    for name in set(SETTINGS) - set(args.settings):
+        del SETTINGS[name]
     work = args.work
     corpora_dir = work / "corpora"
     builders = {

@@ -53,7 +53,6 @@ RULE_NAMES = (
     "file_coherence",
     "header",
     "demoted",
-    "entity_first",
     "same_file",
 )
 

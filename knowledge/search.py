@@ -522,6 +522,8 @@ def _neighbours(hits: list[SearchHit], sources: list[KindIndex], options: Search
 def _explain(candidate: Candidate) -> dict[str, float | int | bool | None]:
     return {
         **{f"rule_{name}": candidate.rules.get(name, 0.0) for name in RULE_NAMES},
+        # options not on by default show only where they moved the candidate
+        **{f"rule_{name}": share for name, share in candidate.rules.items() if name not in RULE_NAMES},
         "dense_score": None if candidate.cosine is None else round(candidate.cosine, 4),
         "dense_rank": candidate.dense_rank,
         "lexical_score": None if candidate.lexical_score is None else round(candidate.lexical_score, 4),

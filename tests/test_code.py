@@ -339,3 +339,12 @@ def test_a_function_assigned_to_a_property_is_a_method_of_its_object():
     chunks = chunked("request.js", text).chunks
     named = [(c.symbol, c.parent, c.symbol_kind, c.line_start, c.line_end) for c in chunks if c.symbol]
     assert named == [("accepts", "req", "method", 1, 6)]  # express's style; a slot in an array names nothing
+
+
+def test_a_haskell_type_signature_opens_its_function():
+    text = (
+        "module M where\n\nimport Data.List (sort)\n\n-- | Add one to a number.\naddOne :: Int -> Int\n"
+        "addOne x = x + 1\n\nother :: Int\nother = 2\n\ntwice :: Int -> Int\ntwice = (* 2)\n"
+    )
+    chunks = {c.symbol: c for c in chunked("src/M.hs", text).chunks if c.symbol}
+    assert (chunks["addOne"].line_start, chunks["addOne"].line_end) == (6, 7)  # `addOne :: Int -> Int` included

@@ -59,7 +59,7 @@ EXPECTED = {
     "a.hs": {
         ("type", "", "Money", 2): set(),
         ("class", "", "Payable", 3): set(),
-        ("function", "", "total", 8): {"map", "sum"},
+        ("function", "", "total", 7): {"map", "sum"},
     },
     "a.ex": {
         ("module", "", "Billing.Invoice", 1): set(),

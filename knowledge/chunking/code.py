@@ -19,7 +19,7 @@ from typing import Any
 from ..records import Chunk, FileProblem, SourceFile
 from .ids import unique_chunk_id
 
-CODE_CHUNKER_VERSION = 13
+CODE_CHUNKER_VERSION = 14
 OVERLAP_LINES = 2
 # Measured on CoSQA through this chunker (bench/code_bench.py, MiniLM): nDCG@10 0.5819 with "N: " line prefixes in
 # the embedded text, 0.5869 without. Line ranges stay in the metadata either way.
@@ -491,7 +491,7 @@ def _walk(node: Any, spec: LanguageSpec, src: bytes, parent: Entity | None, out:
                 name=name,
                 kind=kind,
                 parent=parent_name,
-                start=_leading_comments_start(start_node, src),
+                start=_leading_comments_start(start_node, src, name),
                 end=node.end_point[0],
                 decorators=decorators,
                 exported=spec.exported(node, name, src),
@@ -520,17 +520,30 @@ def _clean_body(node: Any, name: str) -> bool:  # noqa: ANN401
     return body is not None and not body.has_error and name not in _KEYWORDS and _PLAIN_NAME.fullmatch(name) is not None
 
 
-def _leading_comments_start(node: Any, src: bytes) -> int:  # noqa: ANN401
-    """The first line of the `/** … */` block right above `node` (Javadoc, JSDoc, Doxygen), on lines of its own with no
-    blank line between: it documents the entity, so it belongs to the entity's chunk rather than to a chunk of its
-    own. Plain `//`, `#` and `///` comments stay where they are: joined too, they lowered semble-dev (Go, Rust)."""
+# Declarations that open an entity though the parser keeps them as siblings before it: a Haskell type signature
+# (`name :: …`, same name only). Rust attributes and C# attribute lists would join here too; they change semble-dev's
+# Rust chunks, so they wait for a gate run (issue 21).
+_DECLARATION_PARTS = frozenset({"signature", "haddock"})
+
+
+def _leading_comments_start(node: Any, src: bytes, name: str = "") -> int:  # noqa: ANN401
+    """The first line of what declares `node`: its signature, attributes and the `/** … */` block right above it
+    (Javadoc, JSDoc, Doxygen), on lines of their own with no blank line between: they belong to the entity's chunk
+    rather than to a chunk of their own. Plain `//`, `#` and `///` comments stay where they are: joined too, they
+    lowered semble-dev (Go, Rust)."""
     start = node.start_point[0]
     previous = node.prev_sibling
-    while previous is not None and "comment" in previous.type and previous.end_point[0] >= start - 1:
-        line_start = src.rfind(b"\n", 0, previous.start_byte) + 1
-        if src[line_start : previous.start_byte].strip():  # a trailing comment of the line above
-            break
-        if src[previous.start_byte : previous.start_byte + 3] != b"/**":
+    while previous is not None and previous.end_point[0] >= start - 1:
+        if previous.type in _DECLARATION_PARTS:
+            if previous.type == "signature" and name and _raw_name(previous, src) not in {name, ""}:
+                break
+        elif "comment" in previous.type:
+            line_start = src.rfind(b"\n", 0, previous.start_byte) + 1
+            if src[line_start : previous.start_byte].strip():  # a trailing comment of the line above
+                break
+            if src[previous.start_byte : previous.start_byte + 3] != b"/**":
+                break
+        else:
             break
         start = previous.start_point[0]
         previous = previous.prev_sibling
