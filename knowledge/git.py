@@ -169,10 +169,12 @@ def blame_commits(root: Path, path: str, rev: str = "HEAD") -> tuple[list[str], 
 
 
 def commits_touching(root: Path, base: str | None, head: str, path: str) -> list[tuple[str, str]]:
-    """(commit, subject) of the commits after `base` up to `head` that touch `path`, newest first."""
+    """(commit, subject) of the commits after `base` up to `head` that touch `path`, newest first. The subject is the
+    message's first line (`%s` would join a first paragraph written without a blank line into one long line)."""
     span = f"{base}..{head}" if base else head
-    out = run_git(root, "log", "--format=%H%x00%s", span, "--", path)
-    return [tuple(line.split("\0", 1)) for line in out.splitlines() if "\0" in line]  # type: ignore[misc]
+    out = run_git(root, "log", "--format=%H%x00%B%x1e", span, "--", path)
+    records = (record.strip("\n").split("\0", 1) for record in out.split("\x1e"))
+    return [(fields[0], fields[1].strip().split("\n", 1)[0]) for fields in records if len(fields) == 2]
 
 
 def file_at(root: Path, rev: str, path: str) -> str | None:

@@ -14,7 +14,7 @@ import fcntl
 import os
 import time
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
@@ -279,14 +279,57 @@ def _embed_all(
             if not mine:
                 return
             result.ran = True
+            sizes = [store.pending_size() for store in stores]
+            tracker = _Tracker(sum(n for n, _ in sizes), sum(c for _, c in sizes))
             for store in stores:
-                _embed_store(store, embedder, cache, writer_lock, on_progress, result)
+                _embed_store(store, embedder, cache, writer_lock, on_progress, result, tracker)
                 if compact_at_end:
                     with writer_lock():
                         store.compact(force=True)
         # Released: anything committed since is either ours to take (lock free) or the next runner's.
         if not any(store.pending_size()[0] for store in stores):
             return
+
+
+@dataclass(slots=True)
+class _Tracker:
+    """One embedding pass over every store: its rate and ETA are the whole index's, not the running store's."""
+
+    chunks_total: int = 0
+    chars_total: int = 0
+    chars_done: int = 0  # settled: batches committed
+    chars_embedded: int = 0  # of those, what the model embedded (not the cache): the rate's numerator
+    chars_in_flight: float = 0.0  # estimated progress inside the batch the model is on
+    started: float = field(default_factory=time.monotonic)
+
+    def rate(self) -> float:
+        embedded = self.chars_embedded + self.chars_in_flight
+        return embedded / max(1e-6, time.monotonic() - self.started) if embedded else 0.0
+
+    def progress(self, done: int, total: int) -> EmbedProgress:
+        chars_done = round(self.chars_done + self.chars_in_flight)
+        return EmbedProgress(
+            done, max(total, done), chars_done, max(self.chars_total, chars_done), self.rate(), time.time()
+        )
+
+
+def _embed_tracked(
+    embedder: DocumentEmbedder, texts: list[str], tracker: _Tracker, on_texts: Callable[[int], None]
+) -> npt.NDArray[np.float32]:
+    """Vectors of `texts`, with `on_texts(how many so far)` after each of the model's own batches."""
+    chars_per_text = sum(map(len, texts)) / len(texts)
+    embedded = 0
+
+    def within(count: int) -> None:
+        nonlocal embedded
+        embedded += count
+        tracker.chars_in_flight = embedded * chars_per_text
+        on_texts(embedded)
+
+    try:
+        return embedder.embed_documents(texts, on_batch=within)
+    finally:
+        tracker.chars_in_flight = 0.0
 
 
 def _embed_store(
@@ -296,13 +339,25 @@ def _embed_store(
     writer_lock: Callable[[], contextlib.AbstractContextManager[None]],
     on_progress: ProgressCallback | None,
     result: EmbedResult,
+    tracker: _Tracker,
 ) -> None:
-    total, chars_total = store.pending_size()
+    total, _ = store.pending_size()
     if total == 0:
         return
-    done = chars_done = 0
-    started = time.monotonic()
+    done = 0
     last_report = 0.0
+
+    def report(done_now: int) -> None:
+        """Progress after every model batch (seconds apart), not only per committed batch (minutes on 2 cores)."""
+        nonlocal last_report
+        progress = tracker.progress(done_now, total)
+        now = time.monotonic()
+        if now - last_report >= PROGRESS_SECONDS:
+            last_report = now
+            store.record_progress(progress)
+        if on_progress is not None:
+            on_progress(Progress(f"embedding {store.kind}", progress.done, progress.total, progress.eta_seconds))
+
     try:
         while True:
             batch = store.pending(EMBED_BATCH)
@@ -313,7 +368,11 @@ def _embed_store(
             fresh: dict[str, npt.NDArray[np.float32]] = {}
             if missing:
                 texts = list(dict.fromkeys(p.embed_text for p in missing))
-                vectors = embedder().embed_documents(texts)
+                before, cap = done + len(batch) - len(missing), len(missing)
+                vectors = _embed_tracked(
+                    embedder(), texts, tracker, lambda n, before=before, cap=cap: report(before + min(n, cap))
+                )
+                tracker.chars_embedded += sum(len(p.embed_text) for p in missing)
                 by_text = dict(zip(texts, vectors, strict=True))
                 fresh = {p.content_hash: by_text[p.embed_text] for p in missing}
                 if cache is not None:
@@ -324,16 +383,7 @@ def _embed_store(
             result.embedded += len(missing)
             result.reused += len(batch) - len(missing)
             done += len(batch)
-            chars_done += sum(len(p.embed_text) for p in batch)
-            now = time.monotonic()
-            rate = chars_done / max(1e-6, now - started) if result.embedded else 0.0
-            progress = EmbedProgress(
-                done, max(total, done), chars_done, max(chars_total, chars_done), rate, time.time()
-            )
-            if now - last_report >= PROGRESS_SECONDS:
-                last_report = now
-                store.record_progress(progress)
-            if on_progress is not None:
-                on_progress(Progress(f"embedding {store.kind}", done, max(total, done), progress.eta_seconds))
+            tracker.chars_done += sum(len(p.embed_text) for p in batch)
+            report(done)
     finally:
         store.record_progress(None)

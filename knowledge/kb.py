@@ -50,7 +50,6 @@ from .records import (
 )
 from .request import SearchRequest
 from .search import resolve_options, search
-from .secrets import REDACTION_NOTE
 from .store import embed_lock_path, index_dir, lock_path
 from .store.engines import Engine, engine_for
 
@@ -518,8 +517,8 @@ class KnowledgeBase:
             chunks=total,
             built_at=manifest.built_at,
             age_seconds=round(time.time() - built, 1),
-            skipped=tuple(p for p in problems if not p.problem.startswith(REDACTION_NOTE)),
-            redactions=tuple(p for p in problems if p.problem.startswith(REDACTION_NOTE)),
+            skipped=tuple(p for p in problems if not p.is_redaction),
+            redactions=tuple(p for p in problems if p.is_redaction),
             thresholds={"threshold": manifest.threshold, "full_threshold": manifest.full_threshold},
             kinds={
                 kind: {"files": s.files, "chunks": s.chunks, "embedded": coverages[kind].embedded}

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+REDACTION_NOTE = "secret redacted"  # how a redaction is reported (a file's problem line starts with it)
+
 
 @dataclass(frozen=True, slots=True)
 class SourceFile:
@@ -51,6 +53,11 @@ class FileProblem:
 
     path: str
     problem: str
+
+    @property
+    def is_redaction(self) -> bool:
+        """A secret replaced by a placeholder: reported as a count, listed by `status --verbose`."""
+        return self.problem.startswith(REDACTION_NOTE)
 
     def __str__(self) -> str:
         return f"{self.path}: {self.problem}"

@@ -112,7 +112,16 @@ def report_summary(report: IndexReport) -> str:
         line += f"; {report.files_removed} removed"
     if report.skipped:
         line += f"; {len(report.skipped)} skipped"
+    redactions = [p for p in report.warnings if p.is_redaction]
+    if redactions:
+        files = len({p.path for p in redactions})
+        line += f"; {len(redactions)} secret(s) redacted in {files} file(s) (`knowledge status --verbose` lists them)"
     return line
+
+
+def report_problems(report: IndexReport) -> list[FileProblem]:
+    """What a reindex prints one line each for: skipped files and warnings, not redactions (a count in the summary)."""
+    return [*report.skipped, *(p for p in report.warnings if not p.is_redaction)]
 
 
 def status_to_dict(status: IndexStatus) -> dict[str, Any]:
@@ -133,7 +142,7 @@ def status_from_dict(data: dict[str, Any]) -> IndexStatus:
     return IndexStatus(**{name: fields[name] for name in IndexStatus.__dataclass_fields__ if name in fields})
 
 
-def status_to_text(status: IndexStatus) -> str:
+def status_to_text(status: IndexStatus, verbose: bool = False) -> str:
     if not status.exists:
         where = status.index_dir if status.store == "local" else status.store
         return f"No index in {where}; run `knowledge reindex-all`.\n"
@@ -171,8 +180,12 @@ def status_to_text(status: IndexStatus) -> str:
         lines.extend(f"  {p}" for p in status.skipped)
     if status.redactions:
         files = len({p.path for p in status.redactions})
-        lines.append(f"secrets:    {len(status.redactions)} redacted in {files} file(s) (setting `redact_secrets`)")
-        lines.extend(f"  {p}" for p in status.redactions[:20])
+        lines.append(
+            f"secrets:    {len(status.redactions)} redacted in {files} file(s) (setting `redact_secrets`)"
+            + ("" if verbose else "; --verbose lists them")
+        )
+        if verbose:
+            lines.extend(f"  {p}" for p in status.redactions)
     return "\n".join(lines) + "\n"
 
 
@@ -228,10 +241,14 @@ def drift_to_text(items: list[DriftItem]) -> str:
         out.append(f"{item.status:7}  {item.path}:{item.line_start}-{item.line_end}  {item.section}")
         out.append(f"         {item.summary}")
         for commit, subject in item.commits[:5]:
-            out.append(f"         {commit[:10]} {subject}")
+            out.append(f"         {commit[:10]} {_clip(subject, 90)}")
     broken = sum(1 for i in items if i.status == "broken")
     out.append(f"{broken} broken reference(s), {len(items) - broken} changed since the docs were written")
     return "\n".join(out) + "\n"
+
+
+def _clip(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1].rsplit(" ", 1)[0] + " …"
 
 
 def hits_to_text(hits: list[SearchHit]) -> str:

@@ -15,8 +15,9 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from .records import REDACTION_NOTE
+
 PLACEHOLDER = "[redacted: {kind}]"
-REDACTION_NOTE = "secret redacted"  # how a redaction is reported (a file's problem line starts with it)
 
 _PRIVATE_KEY = re.compile(
     r"-----BEGIN[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----.*?(?:-----END[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----|\Z)",

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import subprocess
 from pathlib import Path
@@ -37,6 +38,32 @@ class HashingEmbedder:
 
     def count_tokens(self, text):
         return len(WORD.findall(text))
+
+
+def model_home() -> Path:
+    """Where tests build and find real models: `KNOWLEDGE_TEST_MODEL_HOME`, set for the session below."""
+    return Path(os.environ["KNOWLEDGE_TEST_MODEL_HOME"])
+
+
+@pytest.fixture(scope="session", autouse=True)
+def session_model_home(tmp_path_factory):
+    """Models the tests need are built in a temporary home, never into the user's cache; the models the user has
+    already built (the README's install builds the default one) are linked in read-only, not built again. Set
+    KNOWLEDGE_TEST_MODEL_HOME to keep the builds between runs."""
+    if os.environ.get("KNOWLEDGE_TEST_MODEL_HOME"):
+        yield
+        return
+    from knowledge.fs import user_cache_dir
+
+    home = tmp_path_factory.mktemp("model-home")
+    (home / "models").mkdir()
+    built = user_cache_dir() / "models"
+    for folder in sorted(built.iterdir()) if built.is_dir() else ():
+        if folder.is_dir() and not folder.name.startswith(".") and (folder / "model.onnx").is_file():
+            (home / "models" / folder.name).symlink_to(folder, target_is_directory=True)
+    os.environ["KNOWLEDGE_TEST_MODEL_HOME"] = str(home)
+    yield
+    del os.environ["KNOWLEDGE_TEST_MODEL_HOME"]
 
 
 @pytest.fixture(autouse=True)

@@ -284,3 +284,17 @@ def test_findability_lists_planted_duplicates(git_repo):
     )
     assert result.exit_code == 0
     assert json.loads(result.stdout)["description"]["recall_at_1"] == report.description.recall_at_1
+
+
+def test_drift_shows_each_commit_as_its_first_line(git_repo):
+    commit(git_repo, {"src/app.py": APP, "src/util.py": "def tidy():\n    return 0\n", "docs/guide.md": GUIDE})
+    message = "Loading takes strict\nwhich a second line explains without a blank line\n\nand a body " + "x " * 80
+    commit(git_repo, {"src/app.py": APP.replace("load_config(path)", "load_config(path, strict=False)")}, message)
+    kb = open_kb(git_repo)
+    kb.reindex_all()
+    loading = by_section(kb.drift())["Loading"]
+    assert [subject for _, subject in loading.commits] == ["Loading takes strict"]
+    shown = CliRunner().invoke(cli, ["-C", str(git_repo), "drift"], obj={"embedder_factory": None}).output
+    assert "Loading takes strict\n" in shown
+    assert "second line" not in shown
+    assert "body" not in shown

@@ -117,3 +117,19 @@ def test_every_setting_has_a_row_in_configuration_md():
     for name in Settings.__dataclass_fields__:
         if name != "home":  # KNOWLEDGE_HOME has its own row
             assert f"| `{name}`" in doc, f"configuration.md has no row for {name}"
+
+
+def test_server_doc_has_a_row_for_every_mcp_tool():
+    import ast
+
+    tree = ast.parse((ROOT / "knowledge" / "server" / "mcp.py").read_text())
+    tools = [
+        node.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.FunctionDef)
+        and any("server.tool" in ast.unparse(decorator) for decorator in node.decorator_list)
+    ]
+    assert {"search", "docs_for", "reindex"} <= set(tools)
+    doc = (ROOT / "docs" / "server.md").read_text()
+    for name in tools:
+        assert f"| `{name}(" in doc, f"docs/server.md's MCP table has no row for {name}"

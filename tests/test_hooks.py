@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 
 from knowledge import hooks
-from knowledge.fs import is_locked, user_cache_dir
+from knowledge.fs import is_locked
 from knowledge.kb import KnowledgeBase
 from knowledge.store import lock_path
 from knowledge.store.local import LocalStore
 
-from .conftest import commit, git, write
+from .conftest import commit, git, model_home, write
 
 ROOT = Path(__file__).parent.parent
 DOC = "---\ndescription: {d}\n---\n# {t}\n\n{body}\n"
@@ -26,7 +26,7 @@ def doc(title, body="some text"):
 
 @pytest.fixture
 def hooked_repo(git_repo, monkeypatch):
-    home = Path(os.environ.get("KNOWLEDGE_TEST_MODEL_HOME") or user_cache_dir())
+    home = model_home()
     monkeypatch.setenv("KNOWLEDGE_HOME", str(home))
     monkeypatch.setenv("KNOWLEDGE_MODEL", "all-MiniLM-L6-v2")
     commit(git_repo, {"docs/a.md": doc("Alpha"), "README.md": "# Readme\n"}, "initial")

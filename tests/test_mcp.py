@@ -8,10 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from knowledge.fs import user_cache_dir
 from knowledge.kb import KnowledgeBase
 
-from .conftest import commit
+from .conftest import commit, model_home
 
 pytestmark = pytest.mark.model
 FIXTURES = Path(__file__).parent / "fixtures" / "docs"
@@ -37,7 +36,7 @@ def text_of(result):
 
 
 def test_mcp_stdio_tools(git_repo, monkeypatch):
-    home = os.environ.get("KNOWLEDGE_TEST_MODEL_HOME") or str(user_cache_dir())
+    home = str(model_home())
     monkeypatch.setenv("KNOWLEDGE_HOME", home)
     monkeypatch.setenv("KNOWLEDGE_MODEL", "all-MiniLM-L6-v2")
     commit(git_repo, {f"docs/{p.name}": p.read_text() for p in FIXTURES.glob("*.md")})
@@ -75,7 +74,7 @@ def test_mcp_over_http_refuses_requests_without_the_token(git_repo, tmp_path):
     token = "mcp-test-token-0123456789"
     env = {
         **os.environ,
-        "KNOWLEDGE_HOME": os.environ.get("KNOWLEDGE_TEST_MODEL_HOME") or str(user_cache_dir()),
+        "KNOWLEDGE_HOME": str(model_home()),
         "KNOWLEDGE_MODEL": "all-MiniLM-L6-v2",
         "KNOWLEDGE_TOKEN": token,
     }

@@ -1,7 +1,6 @@
 """Integration tests with the real ONNX models, built from the installed weights packages."""
 
 import json
-import os
 from dataclasses import replace
 from pathlib import Path
 
@@ -12,10 +11,10 @@ from knowledge.embedding import MODELS, load_embedder
 from knowledge.embedding.install import build_model, reference_texts, reference_vectors
 from knowledge.embedding.weights import read_weights
 from knowledge.errors import ModelUnavailableError
-from knowledge.fs import user_cache_dir
 from knowledge.kb import KnowledgeBase
 
 from .conftest import commit
+from .conftest import model_home as test_model_home
 
 pytestmark = pytest.mark.model
 FIXTURES = Path(__file__).parent / "fixtures" / "docs"
@@ -24,7 +23,7 @@ FIXTURES = Path(__file__).parent / "fixtures" / "docs"
 @pytest.fixture
 def model_home(monkeypatch):
     # Models are built once per machine into the user cache (as the README's first command does) and reused.
-    home = Path(os.environ.get("KNOWLEDGE_TEST_MODEL_HOME") or user_cache_dir())
+    home = test_model_home()
     monkeypatch.setenv("KNOWLEDGE_HOME", str(home))
     return home
 

@@ -22,7 +22,7 @@ from knowledge.server.daemon import DaemonServer
 from knowledge.server.daemon_client import request, socket_path
 from knowledge.server.http import KnowledgeHTTPServer
 
-from .conftest import HashingEmbedder, commit, git
+from .conftest import HashingEmbedder, commit, git, model_home
 
 TOKEN = "perimeter-token-0123456789"
 SECRET = "OutsideSecret-7f3a"
@@ -194,9 +194,7 @@ def test_mcp_over_stdio_refuses_every_escape(hostile):
     from mcp.client.session import ClientSession
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
-    from knowledge.fs import user_cache_dir
-
-    home = os.environ.get("KNOWLEDGE_TEST_MODEL_HOME") or str(user_cache_dir())
+    home = str(model_home())
     env = {"KNOWLEDGE_HOME": home, "KNOWLEDGE_MODEL": "all-MiniLM-L6-v2", "PATH": os.environ["PATH"]}
 
     async def calls():

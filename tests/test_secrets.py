@@ -177,3 +177,18 @@ def test_a_key_in_source_code_leaves_the_code_parseable():
     assert KEY_BODY not in redacted.text
     assert [(r.line, r.kind) for r in redacted.redactions] == [(2, "private-key")]
     ast.parse(redacted.text)  # the quotes and escapes around the key material are kept
+
+
+def test_redactions_are_one_count_in_the_summary_and_listed_by_status_verbose(repo):
+    runner = CliRunner()
+    obj = {"embedder_factory": lambda s: HashingEmbedder()}
+    indexed = runner.invoke(cli, ["-C", str(repo), "reindex-all"], obj=obj)
+    assert "secret redacted at line" not in indexed.stderr
+    assert "4 secret(s) redacted in 3 file(s) (`knowledge status --verbose` lists them)" in indexed.stderr
+    assert "config/secrets.yaml: a secrets file by its name" in indexed.stderr  # skipped files still one line each
+    brief = runner.invoke(cli, ["-C", str(repo), "status"], obj=obj).stdout
+    assert "secrets:    4 redacted in 3 file(s) (setting `redact_secrets`); --verbose lists them" in brief
+    assert "secret redacted at line" not in brief
+    verbose = runner.invoke(cli, ["-C", str(repo), "status", "--verbose"], obj=obj).stdout
+    assert "config/billing.ini: secret redacted at line 2 (aws-access-key)" in verbose
+    assert verbose.count("secret redacted at line") == 4

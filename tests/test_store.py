@@ -194,3 +194,48 @@ def test_leftovers_of_killed_writers_are_removed_by_the_next_writer(indexed_repo
     (indexed_repo / "docs" / "new.md").write_text("# New\n\ntext\n")
     open_kb(indexed_repo).reindex_changes(worktree=True)
     assert [p.name for p in leftovers if p.exists()] == []
+
+
+class InSmallBatches(HashingEmbedder):
+    """Reports every 8 texts, as the ONNX embedder reports every token-capped batch."""
+
+    def embed_documents(self, texts, on_batch=None):
+        out = super().embed_documents(texts)
+        for start in range(0, len(texts), 8):
+            time.sleep(0.01)  # a rate slow enough that the ETA is not rounded to 0
+            if on_batch:
+                on_batch(len(texts[start : start + 8]))
+        return out
+
+
+def test_embedding_reports_after_every_model_batch_with_an_eta_for_the_whole_index(git_repo):
+    docs = {f"docs/page{i}.md": f"---\ndescription: page {i}\n---\n# Page {i}\n\nwords about {i}\n" for i in range(300)}
+    code = {f"src/mod{i}.py": f"def function_{i}():\n    return {i}\n" for i in range(300)}
+    commit(git_repo, {**docs, **code})
+    seen = []
+    KnowledgeBase.open(git_repo, embedder_factory=lambda s: InSmallBatches()).reindex_all(on_progress=seen.append)
+    docs_steps = [p for p in seen if p.stage == "embedding docs"]
+    # 300 doc chunks in committed batches of 256: one callback per model batch, not two per stage
+    assert len(docs_steps) >= 300 // 8
+    assert [p.done for p in docs_steps] == sorted(p.done for p in docs_steps)
+    assert docs_steps[-1].done == docs_steps[-1].total == 300
+    # when the docs are done the code is still to embed: the ETA says so instead of 0
+    assert docs_steps[-1].eta_seconds is not None
+    assert docs_steps[-1].eta_seconds > 0
+    code_steps = [p for p in seen if p.stage == "embedding code"]
+    assert code_steps[-1].eta_seconds == 0
+
+
+def test_plain_progress_off_a_terminal_comes_at_least_every_ten_seconds(capsys):
+    from knowledge.cli import ProgressPrinter
+    from knowledge.records import Progress
+
+    now = [0.0]
+    printer = ProgressPrinter(enabled=True, terminal=False, clock=lambda: now[0])
+    for done in range(1, 101):  # a model batch every 3 s
+        now[0] += 3.0
+        printer(Progress("embedding code", done, 100, 300.0 - 3 * done))
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[0].startswith("embedding code: 1/100 (1%), about")
+    assert lines[-1].startswith("embedding code: 100/100 (100%)")
+    assert 100 * 3 / 10 <= len(lines) <= 100 * 3 / 5 + 2  # every 5-6 s: never quieter than 10 s, never every batch

@@ -12,7 +12,7 @@ import pytest
 
 from knowledge.server.daemon_client import request, socket_path
 
-from .conftest import commit, git
+from .conftest import commit, git, model_home
 
 pytestmark = pytest.mark.model
 FIXTURES = Path(__file__).parent / "fixtures" / "docs"
@@ -39,9 +39,7 @@ print("CLICK", "click" in sys.modules, file=sys.stderr)
 
 @pytest.fixture
 def env(monkeypatch, tmp_path):
-    from knowledge.fs import user_cache_dir
-
-    home = Path(os.environ.get("KNOWLEDGE_TEST_MODEL_HOME") or user_cache_dir())
+    home = model_home()
     monkeypatch.setenv("KNOWLEDGE_HOME", str(home))
     monkeypatch.setenv("KNOWLEDGE_MODEL", "all-MiniLM-L6-v2")
     return {**os.environ, "KNOWLEDGE_HOME": str(home), "KNOWLEDGE_MODEL": "all-MiniLM-L6-v2"}

@@ -9,6 +9,7 @@ import os
 import sys
 import time
 import traceback
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -20,6 +21,7 @@ from ..fs import private_dir
 from ..git import repo_root
 from ..records import IndexReport, Progress
 from ..render import (
+    report_problems,
     report_summary,
     report_to_dict,
     response_to_text,
@@ -124,9 +126,12 @@ def database_problem(exc: BaseException) -> str | None:
 class ProgressPrinter:
     """Progress on stderr: a bar per stage on a terminal, a plain line every few seconds otherwise, nothing if quiet."""
 
-    def __init__(self, enabled: bool, terminal: bool | None = None) -> None:
+    def __init__(
+        self, enabled: bool, terminal: bool | None = None, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self.enabled = enabled
         self.terminal = sys.stderr.isatty() if terminal is None else terminal
+        self._clock = clock
         self._bar: Any = None
         self._stage = ""
         self._done = 0
@@ -151,7 +156,7 @@ class ProgressPrinter:
             self._bar.label = f"{progress.stage:<16} {_duration(progress.eta_seconds)} left"
 
     def _plain(self, progress: Progress) -> None:
-        now = time.monotonic()
+        now = self._clock()
         first = progress.stage != self._stage
         finished = progress.done >= progress.total
         if not (first or finished or now - self._last_line >= PLAIN_PROGRESS_SECONDS):
@@ -303,7 +308,7 @@ def _finish_report(ctx: click.Context, report: IndexReport, quiet: bool, as_json
     if as_json:
         click.echo(json.dumps(report_to_dict(report), indent=2))
     if not quiet:
-        for problem in (*report.skipped, *report.warnings):
+        for problem in report_problems(report):
             click.echo(f"{problem}", err=True)
         if report.undescribed:
             click.echo(f"{len(report.undescribed)} doc(s) have no `description`; `knowledge lint` lists them", err=True)
@@ -384,7 +389,7 @@ def _run_from_hook(ctx: click.Context, hook: str) -> None:
             line = "by the daemon: " + _summary_of(warm)
         else:
             report = _open(ctx).reindex_changes()
-            line = report_summary(report) + "".join(f"; {p}" for p in (*report.skipped, *report.warnings))
+            line = report_summary(report) + "".join(f"; {p}" for p in report_problems(report))
     except KnowledgeError as exc:
         line = f"nothing indexed: {exc}"
     except Exception as exc:  # the hook must never fail; the log says why
@@ -499,19 +504,21 @@ def search_command(
 
 @cli.command("status")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.option("--verbose", "-v", is_flag=True, help="Also list every redacted secret (file, line, kind).")
 @click.pass_context
-def status_command(ctx: click.Context, as_json: bool) -> None:
+def status_command(ctx: click.Context, as_json: bool, verbose: bool) -> None:
     """Show the model, counts, index age and skipped files.
 
     \b
     knowledge status --json
+    knowledge status --verbose
     """
     data = _daemon(ctx, "GET", "/v1/status")
     status = status_from_dict(data) if data is not None else _open(ctx).status()
     if as_json:
         click.echo(json.dumps(status_to_dict(status), indent=2))
     else:
-        click.echo(status_to_text(status), nl=False)
+        click.echo(status_to_text(status, verbose), nl=False)
 
 
 @cli.command("lint")
