@@ -108,6 +108,7 @@ class SearchHit:
     drift: str | None = None  # docs: what the section's referenced code did since the section last changed
     reference: str | None = None  # docs-for: the reference that ties the section to what was asked
     relevance: float | None = None  # search: the score the results are ordered by, 0-1 (search.relevance)
+    match_line: int | None = None  # --exact/--substring/--regex: the matching line (line_start..end adds --context)
 
 
 @dataclass(frozen=True, slots=True)

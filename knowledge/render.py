@@ -82,8 +82,25 @@ def search_to_text(response: SearchResponse) -> str:
 
 
 def occurrences_to_text(response: SearchResponse) -> str:
-    """`search --exact`: `path:line: text` for each occurrence (like `grep -n`), then what was left out."""
-    out = [f"{hit.path}:{hit.line_start}: {hit.content if hit.content is not None else ''}" for hit in response.results]
+    """`search --exact`: `path:line: text` for each matching line as `grep -n` prints it; with context, the lines
+    around it as `path-line- text` and `--` between groups, each line once."""
+    matches = {(hit.path, hit.match_line or hit.line_start) for hit in response.results}
+    out: list[str] = []
+    printed: set[tuple[str, int]] = set()
+    last: tuple[str, int] | None = None
+    for hit in response.results:
+        if hit.content is None:
+            out.append(f"{hit.path}:{hit.match_line or hit.line_start}:")
+            continue
+        for number, text in enumerate(hit.content.split("\n"), start=hit.line_start):
+            if (hit.path, number) in printed:
+                continue
+            if last is not None and hit.line_end > hit.line_start and last != (hit.path, number - 1):
+                out.append("--")
+            printed.add((hit.path, number))
+            last = (hit.path, number)
+            mark = ":" if (hit.path, number) in matches else "-"
+            out.append(f"{hit.path}{mark}{number}{mark} {text}")
     if response.omitted:
         out.append(f"… {response.omitted} more occurrence(s): raise -k or --budget")
     return "\n".join(out) + ("\n" if out else "")

@@ -11,6 +11,8 @@ from typing import Any
 from .errors import KnowledgeError
 
 KINDS_ASKED = ("all", "docs", "code")
+MATCH_MODES = ("word", "substring", "regex")
+MAX_CONTEXT = 20
 MAX_K = 100
 MAX_BUDGET = 50_000
 MAX_QUERY_CHARS = 4_000
@@ -29,7 +31,9 @@ class SearchRequest:
     kind: str = "all"
     expand: bool = False
     files_only: bool = False  # one result per file, metadata only
-    exact: bool = False  # every occurrence of the name `query`, one line each (grep-like, no model)
+    exact: bool = False  # every line matching `query`, one result each (grep-like, no model)
+    match: str = "word"  # with exact: `word` (grep -w), `substring` (grep -F) or `regex` (grep -E, bounded)
+    context: int = 0  # with exact: lines of context either side (grep -C)
     paths: tuple[str, ...] = ()  # globs: keep results whose path matches one (`src/**`)
     exclude: tuple[str, ...] = ()  # globs: drop results whose path matches one (`tests/**`)
     language: tuple[str, ...] = ()  # keep code in these languages (`python`, `go`, …)
@@ -44,6 +48,9 @@ class SearchRequest:
             raise KnowledgeError(f"query: {len(self.query):,} characters; at most {MAX_QUERY_CHARS:,}")
         if self.kind not in KINDS_ASKED:
             raise KnowledgeError(f"kind: {self.kind!r} is not one of {', '.join(KINDS_ASKED)}")
+        if self.match not in MATCH_MODES:
+            raise KnowledgeError(f"match: {self.match!r} is not one of {', '.join(MATCH_MODES)}")
+        _check_int("context", self.context, 0, MAX_CONTEXT)
         _check_int("k", self.k, 1, MAX_K)
         _check_int("budget", self.budget, 1, MAX_BUDGET)
         _check_float("threshold", self.threshold)

@@ -16,6 +16,7 @@ from . import ranking
 from .budget import pack
 from .config import Settings
 from .corpus import glob_to_regex, matches_any
+from .grep import occurrences
 from .kind import KindIndex
 from .lexical import identifiers, terms
 from .pieces import group_key, merge
@@ -30,7 +31,6 @@ CANDIDATE_FLOOR = 50
 FILTERED_DEPTH = 4  # with path or language filters, look this many times deeper before filtering
 DEFINITIONS_JOINED = 20  # at most this many chunks defining an asked name join the candidates
 EXACT_DEFAULT_K = 100  # exact mode lists occurrences, not the best few: the budget still caps what is returned
-MAX_OCCURRENCE_CHUNKS = 5000  # exact mode reads at most this many chunks holding the name
 # Before a chunk has its vector, only its lexical rank speaks for it: keep the top ranks, show text for the first few.
 LEXICAL_KEPT_RANKS = 10
 # A chunk in the lexical top 10 passes 0.15 under the similarity threshold (semble-dev with the defaults: 0.822 with
@@ -78,7 +78,9 @@ class SearchOptions:
     budget: int
     metadata_only: bool = False
     files_only: bool = False  # one result per file, metadata only: where to look, not what is there
-    exact: bool = False  # every occurrence of the query as a whole word: one result per line
+    exact: bool = False  # every line matching the query (grep.py): one result per line
+    match: str = "word"  # with exact: word, substring or regex
+    context: int = 0  # with exact: lines either side
     explain: bool = False
     expand: bool = False  # add the top code hit's callers and callees after the results, as the budget allows
     fusion: FusionParams = field(default_factory=FusionParams)
@@ -189,6 +191,8 @@ def resolve_options(request: SearchRequest, settings: Settings, calibrated: tupl
         metadata_only=request.metadata_only or request.files_only,
         files_only=request.files_only,
         exact=request.exact,
+        match=request.match,
+        context=request.context,
         rules=ranking.DEFAULT_RULES if settings.rank_rules else RankingRules(enabled=False),
         keep=result_filter(request) if request.filtered else None,
     )
@@ -223,7 +227,17 @@ def search(
     `embed_query` is None when no source has a vector yet: the answer is then lexical only, and no model loads.
     """
     if options.exact:
-        return occurrences(sources, count_tokens, query, options)
+        return occurrences(
+            sources,
+            count_tokens,
+            query,
+            mode=options.match,
+            context=options.context,
+            k=options.k,
+            budget=options.budget,
+            metadata_only=options.metadata_only,
+            keep=options.keep,
+        )
     coverages = [index.coverage() for index in sources]
     total = sum(c.chunks for c in coverages)
     embedded = sum(c.embedded for c in coverages)
@@ -385,47 +399,6 @@ def _hit(chunk: Chunk, **fields: object) -> SearchHit:
         "parent": chunk.parent or None,
     }
     return SearchHit(**{**base, **fields})  # type: ignore[arg-type]
-
-
-def occurrences(
-    sources: Sequence[KindIndex], count_tokens: Callable[[str], int], name: str, options: SearchOptions
-) -> SearchResponse:
-    """Every line where `name` occurs as a whole word, in path and line order (the lexical index finds the chunks)."""
-    import re
-
-    probe = terms(name)[:1] or [name.lower()]
-    pattern = re.compile(r"(?<![\w])" + re.escape(name.strip()) + r"(?![\w])")
-    found: dict[tuple[str, int], SearchHit] = {}
-    for index in sources:
-        keys = [hit.key for hit in index.store.lexical_search(probe, MAX_OCCURRENCE_CHUNKS)]
-        for chunk in index.store.chunks(keys).values():
-            if options.keep is not None and not options.keep(chunk):
-                continue
-            lines = chunk.content.split("\n")
-            if len(lines) != chunk.line_end - chunk.line_start + 1:
-                continue  # long lines were cut: this chunk's text does not map to file lines one to one
-            for offset, text in enumerate(lines):
-                line = chunk.line_start + offset
-                if (chunk.path, line) not in found and pattern.search(text):
-                    found[(chunk.path, line)] = _hit(
-                        chunk,
-                        description="",
-                        line_start=line,
-                        line_end=line,
-                        content=None if options.metadata_only else text,
-                    )
-    ordered = [found[key] for key in sorted(found)]
-    kept, used, left_out = pack(ordered[: options.k], options.budget, count_tokens)
-    return SearchResponse(
-        query=name,
-        results=tuple(kept),
-        tokens_used=used,
-        budget=options.budget,
-        omitted=left_out + max(0, len(ordered) - options.k),
-        threshold=options.threshold,
-        full_threshold=options.full_threshold,
-        model="",
-    )
 
 
 def relevance(final: float, params: FusionParams) -> float:

@@ -57,6 +57,7 @@ def test_reindex_then_search_json_schema(docs_repo):
         "drift",
         "reference",
         "relevance",
+        "match_line",
     }
     assert top["id"] == "docs/search.md#token-budget"
     assert top["section"] == "Searching > Token budget"

@@ -15,6 +15,7 @@ LAYERS = {
         "knowledge.indexer",
         "knowledge.chunk_files",
         "knowledge.search",
+        "knowledge.grep",
         "knowledge.kind",
         "knowledge.hooks",
         "knowledge.drift",

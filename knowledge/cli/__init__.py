@@ -424,7 +424,16 @@ def _run_from_hook(ctx: click.Context, hook: str) -> None:
 @click.option("--exclude", multiple=True, metavar="GLOB", help="No results whose path matches (repeatable).")
 @click.option("--lang", "language", multiple=True, metavar="NAME", help="Only code in this language (repeatable).")
 @click.option("--files", "files_only", is_flag=True, help="List the matching files, best first, one line each.")
-@click.option("--exact", is_flag=True, help="Every line where QUERY occurs as a whole word (grep -n; no model).")
+@click.option("--exact", is_flag=True, help="Every line where QUERY occurs as a whole word (grep -rnw; no model).")
+@click.option("--substring", is_flag=True, help="Every line holding QUERY anywhere (grep -rnF).")
+@click.option("--regex", is_flag=True, help="Every line matching the regular expression QUERY (grep -rnE).")
+@click.option(
+    "-C",
+    "--context",
+    type=click.IntRange(0, 20),
+    default=0,
+    help="With --exact/--substring/--regex: lines either side.",
+)
 @click.option("--remote", metavar="URL", help="Ask a `knowledge serve` at URL (token from KNOWLEDGE_TOKEN).")
 @click.pass_context
 def search_command(
@@ -445,6 +454,9 @@ def search_command(
     language: tuple[str, ...],
     files_only: bool,
     exact: bool,
+    substring: bool,
+    regex: bool,
+    context: int,
     remote: str | None,
 ) -> None:
     """Find the doc sections and code that answer QUERY, best first, within a token budget.
@@ -453,8 +465,12 @@ def search_command(
     knowledge search "how are hooks installed"
     knowledge search "token budget" --json --budget 500
     knowledge search "retry on timeout" --kind code --path 'src/**' --exclude 'tests/**' --lang python
-    knowledge search reindex_changes --exact
+    knowledge search reindex_changes --exact -C 2
+    knowledge search 'def [a-z_]+_changes' --regex --path 'knowledge/**'
     """
+    if exact + substring + regex > 1:
+        raise click.UsageError("choose one of --exact, --substring and --regex")
+    exact = exact or substring or regex
     request = SearchRequest(
         query=query,
         k=k,
@@ -470,6 +486,8 @@ def search_command(
         language=language,
         files_only=files_only,
         exact=exact,
+        match="substring" if substring else "regex" if regex else "word",
+        context=context,
     )
     data: dict[str, Any] | None = None
     if remote:

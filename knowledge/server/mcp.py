@@ -34,7 +34,9 @@ Args:
     exclude: no results whose path matches one of these globs (e.g. ["tests/**"]).
     language: only code in these languages (e.g. ["python"]).
     files_only: one result per file, metadata only (where to look).
-    exact: every line where `query` occurs as a whole word, one result per line (like grep -n; no model).
+    exact: every line matching `query`, one result per line, from the files on disk (like grep -rn; no model).
+    match: with exact, `word` (default, grep -w), `substring` (grep -F) or `regex` (bounded).
+    context: with exact, lines of context either side (grep -C), 0-20.
 Returns the versioned JSON of `knowledge search --json`: results with score, path, section, line_start, line_end,
 content (null when under the full-content threshold), tokens, plus tokens_used, budget and omitted."""
 
@@ -81,6 +83,8 @@ def build_server(backend: Backend) -> Any:  # noqa: ANN401 - mcp.server.mcpserve
         language: list[str] | None = None,
         files_only: bool = False,
         exact: bool = False,
+        match: str = "word",
+        context: int = 0,
     ) -> str:
         params = {
             "query": query,
@@ -95,6 +99,8 @@ def build_server(backend: Backend) -> Any:  # noqa: ANN401 - mcp.server.mcpserve
             "language": language,
             "files_only": files_only,
             "exact": exact,
+            "match": match,
+            "context": context,
         }
         return _call(lambda: backend.search({key: value for key, value in params.items() if value is not None}))
 

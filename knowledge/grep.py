@@ -1,0 +1,137 @@
+"""`search --exact|--substring|--regex`: every line that matches, in path and line order, as `grep -rn` finds them.
+
+The indexed files are read from the work tree through the path gate (`corpus.read_source`: secrets redacted, links
+out of the repository refused), not from the lexical index: an identifier used as an attribute (`kb.reindex_changes`)
+is one term there, and a chunk's text may be cut. A file whose bytes cannot hold the needle is skipped unread.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from .budget import pack
+from .config import backtracks_catastrophically
+from .corpus import read_source
+from .errors import KnowledgeError
+from .kind import KindIndex
+from .path_gate import Refusal, resolve_inside
+from .records import Chunk, FileProblem, SearchHit, SearchResponse
+
+MAX_PATTERN_CHARS = 200
+
+
+@dataclass(frozen=True, slots=True)
+class Matcher:
+    pattern: re.Pattern[str]
+    needle: bytes | None  # a literal every matching file holds (None for a regex: every file is read)
+
+
+def matcher(query: str, mode: str) -> Matcher:
+    """The compiled pattern for `query` in `mode`; a one-line error for a pattern that cannot be used safely."""
+    text = query.strip()
+    if mode == "word":  # grep -w: no word character (letter, digit, underscore) on either side
+        return Matcher(re.compile(r"(?<!\w)" + re.escape(text) + r"(?!\w)"), text.encode())
+    if mode == "substring":
+        return Matcher(re.compile(re.escape(text)), text.encode())
+    if len(text) > MAX_PATTERN_CHARS:
+        raise KnowledgeError(f"regex: {len(text)} characters; at most {MAX_PATTERN_CHARS}")
+    try:
+        if backtracks_catastrophically(text):
+            raise KnowledgeError(f"regex {text!r}: a repeat inside a repeat can take exponential time; rewrite it")
+        return Matcher(re.compile(text), None)
+    except re.error as exc:
+        raise KnowledgeError(f"regex {text!r}: {exc}") from None
+
+
+def occurrences(
+    sources: Sequence[KindIndex],
+    count_tokens: Callable[[str], int],
+    query: str,
+    *,
+    mode: str,
+    context: int,
+    k: int,
+    budget: int,
+    metadata_only: bool,
+    keep: Callable[[Chunk], bool] | None,
+) -> SearchResponse:
+    """Every matching line of the indexed files, each with `context` lines either side, `k` at most, in the budget."""
+    found = matcher(query, mode)
+    hits: list[SearchHit] = []
+    for index in sources:
+        for path in sorted(index.store.files()):
+            hits.extend(_in_file(index, path, found, context, metadata_only, keep))
+    hits.sort(key=lambda hit: (hit.path, hit.match_line or 0))
+    kept, used, left_out = pack(hits[:k], budget, count_tokens)
+    return SearchResponse(
+        query=query,
+        results=tuple(kept),
+        tokens_used=used,
+        budget=budget,
+        omitted=left_out + max(0, len(hits) - k),
+        threshold=0.0,
+        full_threshold=0.0,
+        model="",
+    )
+
+
+def _in_file(
+    index: KindIndex,
+    path: str,
+    found: Matcher,
+    context: int,
+    metadata_only: bool,
+    keep: Callable[[Chunk], bool] | None,
+) -> list[SearchHit]:
+    if found.needle is not None and not _may_hold(index, path, found.needle):
+        return []
+    source = read_source(index.root, path, index.settings, index.kind)
+    if isinstance(source, FileProblem):
+        return []
+    lines = source.text.split("\n")
+    matches = [number for number, line in enumerate(lines, start=1) if found.pattern.search(line)]
+    if not matches:
+        return []
+    chunks = sorted(index.store.chunks_of_path(path), key=lambda c: (c.line_end - c.line_start, c.line_start))
+    out = []
+    for line in matches:
+        # the innermost entity or section holding the line names it; a line outside every chunk takes the file's
+        chunk = next((c for c in chunks if c.line_start <= line <= c.line_end), chunks[-1] if chunks else None)
+        if chunk is None or (keep is not None and not keep(chunk)):
+            continue
+        first, last = max(1, line - context), min(len(lines), line + context)
+        out.append(
+            SearchHit(
+                id=chunk.id,
+                path=path,
+                kind=chunk.kind,
+                score=None,
+                title=chunk.title,
+                description="",
+                section=chunk.section,
+                line_start=first,
+                line_end=last,
+                content=None if metadata_only else "\n".join(lines[first - 1 : last]),
+                tokens=0,
+                commit=chunk.commit,
+                language=chunk.language or None,
+                symbol=chunk.symbol or None,
+                symbol_kind=chunk.symbol_kind or None,
+                parent=chunk.parent or None,
+                match_line=line,
+            )
+        )
+    return out
+
+
+def _may_hold(index: KindIndex, path: str, needle: bytes) -> bool:
+    """False when the file surely lacks `needle`: a byte search, before decoding and redacting what may match."""
+    checked = resolve_inside(index.root, path, index.settings.secret_files)
+    if isinstance(checked, Refusal):
+        return False
+    try:
+        return needle in checked.read_bytes()
+    except OSError:
+        return False
