@@ -7,19 +7,23 @@ from collections import defaultdict
 from .records import Chunk
 
 MAX_EDGES = 20
+NAME_CANDIDATE_DEFINITIONS = 3  # a member call of unknown receiver names a method of this few definitions at most
 
 
-def _ref(chunk: Chunk) -> dict[str, str | int]:
+def _ref(chunk: Chunk, resolved: str) -> dict[str, str | int]:
     name = f"{chunk.parent}.{chunk.symbol}" if chunk.parent else chunk.symbol
-    return {"name": name, "path": chunk.path, "line": chunk.line_start}
+    return {"name": name, "path": chunk.path, "line": chunk.line_start, "resolved": resolved}
 
 
 class CallGraph:
     """Who calls what, from each entity's call names.
 
-    A plain call `f()` resolves to functions named `f` (same file, then same language, first); a member call
-    `x.f()` (recorded as ".f"), whose receiver type is unknown here, resolves only to methods named `f` in the same
-    file, so `path.exists()` is not taken for some unrelated `exists` method. Names nothing defines are dropped.
+    Python calls whose target `ast` pins down (`self.f()`, imported names, `x.f()` where `x`'s class is known) are
+    `resolved: "exact"`. A plain call `f()` resolves to functions named `f` (same file, then same language, first); a
+    member call `x.f()` (recorded as ".f"), whose receiver type is unknown, resolves to methods named `f` in the same
+    file, so `path.exists()` is not taken for some unrelated `exists` method; these are `resolved: "name"`. Among the
+    callers of a method, member calls from other files are listed too, as `"name"` candidates, when few entities
+    define that name. Names nothing defines are dropped.
     """
 
     def __init__(self, chunks: list[Chunk]) -> None:
@@ -61,19 +65,25 @@ class CallGraph:
         return self._rank(chunk, [c for c in self._by_name.get(call, []) if c.symbol_kind != "method"])[:3]
 
     def calls(self, chunk: Chunk) -> tuple[dict[str, str | int], ...]:
-        found = {
-            target.id: target for call in chunk.calls for target in self._targets(chunk, call) if target.id != chunk.id
-        }
-        return tuple(_ref(c) for c in list(found.values())[:MAX_EDGES])
+        found: dict[str, tuple[Chunk, str]] = {}
+        for call in chunk.calls:
+            for target in self._targets(chunk, call):
+                if target.id != chunk.id:
+                    found.setdefault(target.id, (target, "exact" if "::" in call else "name"))
+        return tuple(_ref(c, how) for c, how in list(found.values())[:MAX_EDGES])
 
     def called_by(self, chunk: Chunk) -> tuple[dict[str, str | int], ...]:
         if not chunk.symbol or not chunk.symbol_kind:
             return ()
+        exact = [c for call, chunks in self._exact_callers.items() for c in chunks if chunk in self._exact(call)]
         if chunk.symbol_kind == "method":
-            callers = [c for c in self._callers.get("." + chunk.symbol, []) if c.path == chunk.path]
+            members = self._callers.get("." + chunk.symbol, [])
+            few = len(self._by_name.get(chunk.symbol, [])) <= NAME_CANDIDATE_DEFINITIONS
+            by_name = [c for c in members if c.path == chunk.path or few]
         else:
-            callers = list(self._callers.get(chunk.symbol, []))
-        callers += [c for call, chunks in self._exact_callers.items() for c in chunks if chunk in self._exact(call)]
-        callers = list({c.id: c for c in callers}.values())
-        callers = [c for c in self._rank(chunk, callers) if c.id != chunk.id]
-        return tuple(_ref(c) for c in callers[:MAX_EDGES])
+            by_name = list(self._callers.get(chunk.symbol, []))
+        found = {c.id: (c, "exact") for c in self._rank(chunk, exact) if c.id != chunk.id}
+        for c in self._rank(chunk, by_name):
+            if c.id != chunk.id:
+                found.setdefault(c.id, (c, "name"))
+        return tuple(_ref(c, how) for c, how in list(found.values())[:MAX_EDGES])

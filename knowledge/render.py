@@ -62,7 +62,7 @@ def search_to_text(response: SearchResponse) -> str:
             out.append(f"        drift: {hit.drift}")
         for label, refs in (("calls", hit.calls), ("called by", hit.called_by)):
             if refs:
-                out.append(f"        {label}: " + ", ".join(f"{r['name']} ({r['path']}:{r['line']})" for r in refs[:5]))
+                out.append(f"        {label}: " + ", ".join(_reference(r) for r in refs[:5]))
         if hit.description:
             out.append(f"        {hit.description}")
         if hit.explain is not None:
@@ -262,6 +262,11 @@ def drift_to_text(items: list[DriftItem]) -> str:
     broken = sum(1 for i in items if i.status == "broken")
     out.append(f"{broken} broken reference(s), {len(items) - broken} changed since the docs were written")
     return "\n".join(out) + "\n"
+
+
+def _reference(ref: dict[str, str | int]) -> str:
+    guess = ", by name" if ref.get("resolved") == "name" else ""
+    return f"{ref['name']} ({ref['path']}:{ref['line']}{guess})"
 
 
 def _clip(text: str, width: int) -> str:

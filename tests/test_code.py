@@ -205,9 +205,9 @@ def test_code_results_carry_symbols_and_call_graph(code_repo):
     assert {h.kind for h in hits} == {"code"}
     top = next(h for h in hits if h.symbol == "normalize")
     assert (top.language, top.symbol_kind, top.parent) == ("python", "function", None)
-    assert {"name": "reindex_changes", "path": "src/app.py", "line": 6} in top.called_by
+    assert {"name": "reindex_changes", "path": "src/app.py", "line": 6, "resolved": "name"} in top.called_by
     caller = kb_for(code_repo).search("reindex_changes", kind="code", threshold=0.0).results[0]
-    assert {"name": "normalize", "path": "src/app.py", "line": 11} in caller.calls
+    assert {"name": "normalize", "path": "src/app.py", "line": 11, "resolved": "name"} in caller.calls
     docs_only = kb_for(code_repo).search("normalize path", kind="docs", threshold=0.0).results
     assert {h.kind for h in docs_only} == {"doc"}
 
@@ -275,11 +275,13 @@ def test_expand_adds_callers_and_callees_of_the_top_code_hit(code_repo):
 def test_member_calls_resolve_within_the_file_only(code_repo):
     writer = kb_for(code_repo).search("_write", kind="code", threshold=0.5).results[0]
     assert writer.symbol == "_write"
-    assert writer.calls == ({"name": "HookWriter.render", "path": "src/app.py", "line": 18},)  # not write_text
+    assert writer.calls == (
+        {"name": "HookWriter.render", "path": "src/app.py", "line": 18, "resolved": "exact"},
+    )  # not write_text
     render = next(
         h for h in kb_for(code_repo).search("render", kind="code", threshold=0.0).results if h.symbol == "render"
     )
-    assert {"name": "HookWriter._write", "path": "src/app.py", "line": 22} in render.called_by
+    assert {"name": "HookWriter._write", "path": "src/app.py", "line": 22, "resolved": "exact"} in render.called_by
 
 
 def test_python_calls_are_resolved_with_ast(git_repo):
@@ -288,9 +290,80 @@ def test_python_calls_are_resolved_with_ast(git_repo):
     kb = kb_for(git_repo)
     kb.reindex_all()
     main = next(h for h in kb.search("main", kind="code", threshold=0.0).results if h.symbol == "main")
-    assert {"name": "open_store", "path": "pkg/store.py", "line": 14} in main.calls  # from pkg.store import …
+    assert {
+        "name": "open_store",
+        "path": "pkg/store.py",
+        "line": 14,
+        "resolved": "exact",
+    } in main.calls  # from pkg.store import …
     save = next(h for h in kb.search("Store.save", kind="code", threshold=0.0).results if h.symbol == "save")
-    assert save.calls == ({"name": "Store.validate", "path": "pkg/store.py", "line": 5},)  # not Draft.validate
+    assert save.calls == (
+        {"name": "Store.validate", "path": "pkg/store.py", "line": 5, "resolved": "exact"},
+    )  # not Draft.validate
+
+
+KB_PY = """\
+class KnowledgeBase:
+    @classmethod
+    def open(cls, root):
+        return cls()
+
+    def reindex_changes(self):
+        return 1
+
+    def reindex_all(self):
+        return self.reindex_changes()
+"""
+CALLERS_PY = """\
+from .kb import KnowledgeBase
+
+
+def _open(ctx) -> KnowledgeBase:
+    return KnowledgeBase.open(ctx)
+
+
+def hook(ctx):
+    return _open(ctx).reindex_changes()
+
+
+def command(root):
+    kb = KnowledgeBase.open(root)
+    return kb.reindex_changes()
+
+
+class Server:
+    def __init__(self, kb: KnowledgeBase) -> None:
+        self.kb = kb
+
+    def reindex(self):
+        return self.kb.reindex_changes()
+
+
+def unknown(thing):
+    return thing.reindex_changes()
+
+
+def other(store):
+    return store.reindex_all()
+"""
+
+
+def test_callers_through_attributes_are_resolved_where_the_receiver_type_is_known(git_repo):
+    commit(git_repo, {"app/kb.py": KB_PY, "app/callers.py": CALLERS_PY, "app/__init__.py": ""})
+    kb = kb_for(git_repo)
+    kb.reindex_all()
+    target = next(
+        h for h in kb.search("reindex_changes", kind="code", threshold=0.0).results if h.symbol == "reindex_changes"
+    )
+    callers = {(ref["name"], ref["resolved"]) for ref in target.called_by}
+    assert callers == {
+        ("KnowledgeBase.reindex_all", "exact"),  # self.reindex_changes()
+        ("hook", "exact"),  # _open(ctx).reindex_changes(), _open annotated -> KnowledgeBase
+        ("command", "exact"),  # kb = KnowledgeBase.open(root)
+        ("Server.reindex", "exact"),  # self.kb, from the annotated __init__ parameter
+        ("unknown", "name"),  # receiver of unknown type: a candidate by name, said so
+    }
+    assert [ref["resolved"] for ref in target.called_by][-1] == "name"  # exact ones first
 
 
 def test_an_unknown_macro_in_a_cpp_signature_keeps_the_function():

@@ -19,7 +19,7 @@ from typing import Any
 from ..records import Chunk, FileProblem, SourceFile
 from .ids import unique_chunk_id
 
-CODE_CHUNKER_VERSION = 14
+CODE_CHUNKER_VERSION = 15  # 15: Python calls through typed receivers (`kb.m()`, `self.kb.m()`) resolved
 OVERLAP_LINES = 2
 # Measured on CoSQA through this chunker (bench/code_bench.py, MiniLM): nDCG@10 0.5819 with "N: " line prefixes in
 # the embedded text, 0.5869 without. Line ranges stay in the metadata either way.
