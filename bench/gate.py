@@ -167,6 +167,13 @@ for bench, repos in spec["benches"].items():
                     response = kb.search(q["query"], kind=kind, k=10, budget=50000, metadata_only=True, **extra)
                     rows.append([[h.path, h.line_start, h.line_end] for h in response.results])
                 answers[name] = rows
+            if variant == "shipped" and spec.get("answers"):  # what a user gets: the defaults, text in the budget
+                rows = []
+                for q in queries:
+                    response = kb.search(q["query"], kind=kind)
+                    hits = [[h.path, h.line_start, h.line_end, h.content is not None] for h in response.results]
+                    rows.append({"hits": hits, "used": response.tokens_used, "budget": response.budget})
+                answers["answer"] = rows
             out.setdefault(variant, {}).setdefault(bench, {})[repo] = answers
         ranking.DEFAULT_RULES = shipped
 json.dump(out, open(sys.argv[3], "w"))
@@ -176,7 +183,7 @@ json.dump(out, open(sys.argv[3], "w"))
 def target_rank(results: list, target: str | dict) -> int | None:
     path = target if isinstance(target, str) else target["path"]
     span = None if isinstance(target, str) else (target["start_line"], target["end_line"])
-    for rank, (found, start, end) in enumerate(results[:10], start=1):
+    for rank, (found, start, end, *_) in enumerate(results[:10], start=1):
         if found != path and not found.endswith("/" + path):
             continue
         if span is None or (start <= span[1] and end >= span[0]):
@@ -191,6 +198,19 @@ def ndcg(results: list, targets: list) -> float:
     dcg = sum(1 / math.log2(rank + 1) for rank in ranks)
     ideal = sum(1 / math.log2(rank + 1) for rank in range(1, min(10, len(targets)) + 1))
     return dcg / ideal if ideal else 0.0
+
+
+def text_inside(answers: dict, repos: dict[str, tuple[Path, list[dict]]]) -> dict:
+    """Share of questions whose answer (the defaults: threshold, budget, k) holds the text of a target, and how many
+    answers went over their budget (must be none)."""
+    inside, over, total = 0, 0, 0
+    for repo, (_, queries) in repos.items():
+        for row, q in zip(answers[repo]["answer"], queries, strict=True):
+            total += 1
+            over += row["used"] > row["budget"]
+            with_text = [hit for hit in row["hits"] if hit[3]]
+            inside += any(target_rank(with_text, t) is not None for t in q["targets"])
+    return {"text_inside": inside / max(1, total), "over_budget": over, "questions": total}
 
 
 def score(answers: dict, corpora: dict[str, dict[str, tuple[Path, list[dict]]]]) -> dict:
@@ -209,6 +229,8 @@ def score(answers: dict, corpora: dict[str, dict[str, tuple[Path, list[dict]]]])
                     table.setdefault(f"semble-{fold}", {})[setting] = {
                         "mean": statistics.fmean(per_repo[n] for n in names)
                     }
+        if all("answer" in answers[bench][repo] for repo in repos):
+            table[bench]["answer"] = text_inside(answers[bench], repos)
     return table
 
 
@@ -229,6 +251,9 @@ def main() -> None:
         help='the tree side also with these ranking-policy overrides, e.g. \'{"fusion": {"enabled": false}}\'',
     )
     parser.add_argument("--settings", nargs="*", default=list(SETTINGS), help="defaults, threshold0 or both")
+    parser.add_argument(
+        "--answers", action="store_true", help="also the default answer: how often the target's text is inside it"
+    )
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     for name in set(SETTINGS) - set(args.settings):
@@ -268,7 +293,14 @@ def main() -> None:
         variants = {"shipped": {}, **(args.variants if side == "tree" else {})}
         spec.write_text(
             json.dumps(
-                {"benches": benches, "model": args.model, "home": home, "settings": SETTINGS, "variants": variants}
+                {
+                    "benches": benches,
+                    "model": args.model,
+                    "home": home,
+                    "settings": SETTINGS,
+                    "variants": variants,
+                    "answers": args.answers,
+                }
             )
         )
         answers_path = work / f"{side}.answers.json"
@@ -306,6 +338,13 @@ def print_table(results: dict) -> None:
         print(f"| {bench} | " + " | ".join(cells) + " |")
     overall = [f"{statistics.fmean(means[(s, st)]):.3f}" for st in SETTINGS for s in sides]
     print("| **mean** | " + " | ".join(overall) + " |")
+    answered = [
+        (s, b, results["sides"][s][b]["answer"]) for s in sides for b in rows if "answer" in results["sides"][s][b]
+    ]
+    if answered:
+        print("\n| side | benchmark | target text inside the default answer | over budget |\n|---|---|---|---|")
+        for s, bench, row in answered:
+            print(f"| {s} | {bench} | {row['text_inside']:.1%} of {row['questions']} | {row['over_budget']} |")
 
 
 if __name__ == "__main__":

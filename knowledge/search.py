@@ -312,6 +312,7 @@ def search(
         if keys:
             by_index[id(index)].update(index.store.chunks(keys))
     hits = []
+    spare_text: list[str | None] = []  # the text of results under full_threshold: theirs if the budget has room
     for candidate, index in chosen:
         chunk = by_index[id(index)].get(candidate.key)
         if chunk is None:  # removed by a writer since the candidates were read
@@ -337,9 +338,12 @@ def search(
                 called_by=graph.called_by(chunk) if graph else None,
             )
         )
+        spare_text.append(None if full or options.metadata_only else chunk.content)
     if options.expand:
-        hits.extend(_neighbours(hits, list(sources), options))
-    kept, used, left_out = pack(hits, options.budget, count_tokens)
+        neighbours = _neighbours(hits, list(sources), options)
+        hits.extend(neighbours)
+        spare_text.extend([None] * len(neighbours))
+    kept, used, left_out = pack(hits, options.budget, count_tokens, spare_text)
     return SearchResponse(
         query=query,
         results=tuple(kept),

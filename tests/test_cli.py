@@ -86,25 +86,28 @@ def test_search_never_returns_more_tokens_than_the_budget(docs_repo, budget):
     assert len(data["results"]) + data["omitted"] >= 1
 
 
-def test_results_below_full_threshold_have_no_text(docs_repo):
+def test_strong_results_get_their_text_first_and_the_rest_what_the_budget_has_left(docs_repo):
     run(docs_repo, "reindex-all")
-    data = json.loads(
-        run(
-            docs_repo,
-            "search",
-            "uninstall hook chained",
-            "--json",
-            "--threshold",
-            "0",
-            "--full-threshold",
-            "0.5",
-            "--explain",
-        ).stdout
-    )
-    assert data["results"]
-    for r in data["results"]:  # text: over the full-content threshold, or the lexical side's first pick
-        assert (r["content"] is not None) == (r["score"] >= 0.5 or r["explain"]["lexical_rank"] == 1)
-    assert any(r["content"] is None for r in data["results"])
+
+    def answer(budget, *extra):
+        args = ["uninstall hook chained", "--json", "--threshold", "0", "--full-threshold", "0.5", "--explain"]
+        return json.loads(run(docs_repo, "search", *args, "--budget", str(budget), *extra).stdout)["results"]
+
+    roomy = answer(50_000)
+    assert all(r["content"] is not None for r in roomy)  # room for all: every result has its text
+    metadata = {r["id"]: r["tokens"] for r in answer(50_000, "--metadata-only")}
+    text = {r["id"]: r["tokens"] - metadata[r["id"]] for r in roomy}
+    strong = [r["id"] for r in roomy if r["score"] >= 0.5 or r["explain"]["lexical_rank"] == 1]
+    weak = [r["id"] for r in roomy if r["id"] not in strong]
+    assert strong
+    assert len(weak) >= 2
+    just_strong = sum(metadata.values()) + sum(text[i] for i in strong)
+    assert [r["content"] is not None for r in answer(just_strong)] == [r["id"] in strong for r in roomy]
+    # what is left after that goes to the weak results, best first: here, the first one's text exactly
+    one_more = answer(just_strong + text[weak[0]])
+    assert [r["id"] for r in one_more if r["content"] is not None] == [
+        i for i in metadata if i in strong or i == weak[0]
+    ]
     meta = json.loads(
         run(docs_repo, "search", "uninstall hook chained", "--json", "--threshold", "0", "--metadata-only").stdout
     )
