@@ -100,3 +100,45 @@ def test_a_paragraph_on_one_long_line_is_split_within_the_limit():
     assert all(c.content.rstrip().endswith(".") for c in middle[:-1])  # cut at sentence ends
     joined = " ".join(c.content for c in middle)
     assert joined.count("eight words") >= 60  # nothing lost (overlap may repeat some)
+
+
+LABELLED = """---
+description: Shell completion.
+---
+(shell-completion)=
+
+# Shell Completion
+
+How completion works.
+
+(completion-install)=
+## Install
+
+Add the line to your shell.
+
+.. _custom-types:
+
+<a name="types"></a>
+
+Custom types
+------------
+
+Types complete too.
+"""
+
+
+def test_label_lines_join_the_section_they_label():
+    parsed = chunk(LABELLED)
+    lines = LABELLED.split("\n")
+    assert [(c.section, c.line_start, c.line_end) for c in parsed.chunks] == [
+        ("Shell Completion", 4, 8),
+        ("Shell Completion > Install", 10, 13),
+        ("Shell Completion > Custom types", 15, 22),
+    ]
+    for c in parsed.chunks:
+        assert "\n".join(lines[c.line_start - 1 : c.line_end]) == c.content
+    assert not any(c.content.strip() in {"(shell-completion)=", "(completion-install)="} for c in parsed.chunks)
+
+
+def test_a_label_above_a_heading_with_no_text_is_no_chunk():
+    assert chunk("(only-a-label)=\n# Title\n").chunks == []

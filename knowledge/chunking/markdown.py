@@ -17,11 +17,13 @@ from ..records import Chunk, FileProblem, SourceFile
 from ..references import extract, from_front_matter
 from .ids import unique_chunk_id
 
-CHUNKER_VERSION = 3  # 3: sections record their references
+CHUNKER_VERSION = 4  # 3: sections record their references; 4: label lines join the section they label
 OVERLAP_TOKENS = 32
 _ATX = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _SETEXT = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
+# A line that labels the heading after it: a MyST target `(name)=`, a Sphinx/reST target `.. _name:`, an HTML anchor.
+_LABEL = re.compile(r"^ {0,3}(\([^()\s]+\)=|\.\. _[^:]+:|<a\s+(?:name|id)=\"[^\"]*\"\s*>\s*</a>)[ \t]*$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,7 +141,16 @@ def _sections(lines: list[str]) -> list[_Section]:
         while stack and stack[-1][0] >= level:
             stack.pop()
         stack.append((level, title))
-        sections.append(_Section(path=[t for _, t in stack], start=start))
+        # label lines (and the blank lines around them) right above the heading belong to it, not to what precedes
+        before = sections[-1].lines
+        keep = len(before)
+        while keep and (not before[keep - 1].strip() or _LABEL.match(before[keep - 1])):
+            keep -= 1
+        carried = before[keep:] if any(_LABEL.match(line) for line in before[keep:]) else []
+        first = next(i for i, line in enumerate(carried) if line.strip()) if carried else 0
+        del before[len(before) - len(carried) :]
+        sections.append(_Section(path=[t for _, t in stack], start=start - len(carried) + first))
+        sections[-1].lines.extend(carried[first:])
 
     for index, line in enumerate(lines):
         fence_match = _FENCE.match(line)
@@ -267,7 +278,8 @@ def chunk_markdown(source: SourceFile, max_tokens: int, count_tokens: Callable[[
     used_ids: set[str] = set()
     doc_references = from_front_matter(data)
     for section in sections:
-        heading_only = len(section.lines) <= (2 if section.lines[1:2] and _SETEXT.match(section.lines[1]) else 1)
+        said = [line for line in section.lines if line.strip() and not _LABEL.match(line)]
+        heading_only = len(said) <= (2 if said[1:2] and _SETEXT.match(said[1]) else 1)
         if not "".join(section.lines).strip() or (section.path and heading_only):
             continue
         section_path = " > ".join(section.path)
