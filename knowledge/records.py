@@ -107,7 +107,7 @@ class SearchHit:
     neighbour_of: str | None = None  # with --expand: "callee of ID" or "caller of ID" (ID: the top code hit)
     drift: str | None = None  # docs: what the section's referenced code did since the section last changed
     reference: str | None = None  # docs-for: the reference that ties the section to what was asked
-    relevance: float | None = None  # search: the score the results are ordered by, 0-1 (search.relevance)
+    relevance: float | None = None  # search: the score the results are ordered by, 1.0: first in both lists
     match_line: int | None = None  # --exact/--substring/--regex: the matching line (line_start..end adds --context)
 
 

@@ -406,10 +406,11 @@ def _hit(chunk: Chunk, **fields: object) -> SearchHit:
 
 
 def relevance(final: float, params: FusionParams) -> float:
-    """The order's score on a 0-1 scale: 1.0 is first place in both the dense and the lexical list (rule boosts past
-    it are capped); it never rises down a list of results, unlike the cosine beside it."""
+    """The order's score in units of first place: 1.0 is first place in both the dense and the lexical list, and rule
+    boosts (a definition of the asked name, the file's name) lift a result past it, uncapped, so results the evidence
+    tells apart never show the same value; it never rises down a list of results, unlike the cosine beside it."""
     ideal = (params.dense_weight + params.lexical_weight) / (params.k + 1)
-    return round(min(1.0, final / ideal), 3) if ideal > 0 else 0.0
+    return round(final / ideal, 3) if ideal > 0 else 0.0
 
 
 def _one_per_entity(

@@ -309,3 +309,26 @@ def test_in_a_mixed_answer_a_section_whose_heading_spells_the_question_holds_its
     assert mixed[0].path == "docs/models.md"
     docs_only = kb.search(query, kind="docs", threshold=-1, explain=True).results
     assert all(hit.explain["rule_heading_words"] == 0 for hit in docs_only)  # prose alone keeps its fusion
+
+
+def test_results_the_evidence_tells_apart_never_show_the_same_relevance(git_repo):
+    commit(
+        git_repo,
+        {
+            "src/registry.py": "def register_view(name, view):\n    ROUTES[name] = view\n",
+            "src/views/register_view.py": "def register_view(view):\n    return view\n",
+            "src/main.py": "def start():\n    register_view('home', home)\n",
+            "src/other.py": "def other():\n    register_view('about', about)\n    return 1\n",
+        },
+    )
+    kb = KnowledgeBase.open(git_repo, embedder_factory=lambda s: HashingEmbedder())
+    kb.reindex_all()
+    results = kb.search("register_view", kind="code", threshold=-1, explain=True).results
+    # both definitions are lifted past first place in both lists, the one in the file named for it further
+    assert [(r.path, r.relevance > 1) for r in results[:2]] == [("src/views/register_view.py", True),
+                                                               ("src/registry.py", True)]  # fmt: skip
+    assert results[0].relevance > results[1].relevance
+    assert [r.relevance for r in results] == sorted((r.relevance for r in results), reverse=True)
+    finals = [r.relevance for r in results]
+    distinct_evidence = {(r.explain["fused_score"], r.explain.get("rule_same_file")) for r in results}
+    assert len(set(finals)) == len(distinct_evidence)
