@@ -62,3 +62,6 @@ class RemoteBackend:
 
     def reindex(self, params: dict[str, Any]) -> dict[str, Any]:
         return self._call("POST", "/v1/reindex", params)
+
+    def llms_txt(self) -> dict[str, Any]:
+        return self._call("GET", "/v1/llms-txt")

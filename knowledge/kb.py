@@ -35,6 +35,7 @@ from .fs import atomic_write, file_lock, is_locked
 from .git import repo_root
 from .indexer import EmbedResult, Indexer, ProgressCallback, embed_pending, model_fingerprint_of, open_cache
 from .kind import KindIndex
+from .llms_txt import LLMS_FULL, LLMS_TXT, doc_entries, render_llms_full, render_llms_txt
 from .model_access import EmbedderFactory, ModelAccess
 from .path_gate import resolve_inside, servable
 from .records import (
@@ -557,6 +558,14 @@ class KnowledgeBase:
             "changed_files": tuple(sorted(changed)),
             "reindex_running": is_locked(lock_path(self.root)) or is_locked(embed_lock_path(self.root)),
         }
+
+    def llms_txt(self, full_budget: int | None = None) -> dict[str, str]:
+        """`llms.txt` (and `llms-full.txt` within `full_budget` tokens) from the docs' front matter: file -> text."""
+        entries = doc_entries(self.root, self.settings)
+        out = {LLMS_TXT: render_llms_txt(self.root, entries)}
+        if full_budget is not None:
+            out[LLMS_FULL] = render_llms_full(self.root, entries, full_budget, self.model.count_tokens)[0]
+        return out
 
     def lint(self) -> list[FileProblem]:
         """Docs that lack a `description` or cannot be read: one problem per file."""

@@ -35,6 +35,9 @@ class RankingRules:
     header: float = 0.8  # factor for a C/C++ header when its implementation (same path, .c/.cc/.cpp) is a candidate
     same_file_decay: float = 0.25  # the second chunk of one file counts ×0.25, the third ×0.06, …
     same_file_free: int = 1  # chunks of one file at full credit before the decay starts
+    # The decay of a later chunk's own evidence (its ranks, the names it defines), where the file-wide credit
+    # (file_words, file_coherence) decays by same_file_decay: None decays both alike.
+    same_file_decay_own: float | None = None
     heading_words: float = 1.0  # votes for a doc section whose own heading spells the query's words (mixed answers)
     file_coherence: float = 0.5  # share of what the file's other candidates scored that a chunk gains …
     file_coherence_cap: float = 2.0  # … counted up to this many first-rank votes
@@ -267,9 +270,12 @@ def diversify(ranked: Sequence[tuple[Ranked, Chunk | None]], rules: RankingRules
         if chunk is not None:
             seen[chunk.path] += 1
             if seen[chunk.path] > rules.same_file_free:
-                factor = rules.same_file_decay ** (seen[chunk.path] - rules.same_file_free)
-                candidate.rules["same_file"] = round(score * (factor - 1), 4)
-                score *= factor
+                later = seen[chunk.path] - rules.same_file_free
+                shared = candidate.rules.get("file_words", 0.0) + candidate.rules.get("file_coherence", 0.0)
+                own_decay = rules.same_file_decay if rules.same_file_decay_own is None else rules.same_file_decay_own
+                decayed = (score - shared) * own_decay**later + shared * rules.same_file_decay**later
+                candidate.rules["same_file"] = round(decayed - score, 4)
+                score = decayed
         candidate.final = score
         scores.append((-score, position))
     return [position for _, position in sorted(scores)]

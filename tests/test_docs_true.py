@@ -133,3 +133,8 @@ def test_server_doc_has_a_row_for_every_mcp_tool():
     doc = (ROOT / "docs" / "server.md").read_text()
     for name in tools:
         assert f"| `{name}(" in doc, f"docs/server.md's MCP table has no row for {name}"
+
+
+def test_the_committed_llms_txt_is_current():
+    expected = KnowledgeBase.open(ROOT, embedder_factory=lambda s: HashingEmbedder()).llms_txt()["llms.txt"]
+    assert (ROOT / "llms.txt").read_text() == expected, "llms.txt is stale: run `knowledge llms-txt`"

@@ -24,6 +24,7 @@ LAYERS = {
         "knowledge.ranking",
         "knowledge.pieces",
         "knowledge.teams",
+        "knowledge.llms_txt",
     ),
     "adapters": ("knowledge.store", "knowledge.embedding", "knowledge.git", "knowledge.corpus", "knowledge.chunking"),
     "leaves": (

@@ -539,6 +539,40 @@ def status_command(ctx: click.Context, as_json: bool, verbose: bool) -> None:
         click.echo(status_to_text(status, verbose), nl=False)
 
 
+@cli.command("llms-txt")
+@click.option("--full", is_flag=True, help="Also llms-full.txt: the docs' text, as much as --budget allows.")
+@click.option("--budget", type=click.IntRange(1000, 2_000_000), default=100_000, show_default=True, help="Tokens.")
+@click.option("--check", is_flag=True, help="Write nothing; exit 1 when the committed file(s) differ (for hooks, CI).")
+@click.option("--stdout", "to_stdout", is_flag=True, help="Print llms.txt instead of writing it.")
+@click.pass_context
+def llms_txt_command(ctx: click.Context, full: bool, budget: int, check: bool, to_stdout: bool) -> None:
+    """Write llms.txt (llmstxt.org) at the repository root from the docs' front matter.
+
+    \b
+    knowledge llms-txt
+    knowledge llms-txt --full --budget 50000
+    knowledge llms-txt --check
+    """
+    kb = _open(ctx)
+    files = kb.llms_txt(budget if full else None)
+    if to_stdout:
+        click.echo(files["llms.txt"], nl=False)
+        return
+    stale = []
+    for name, text in files.items():
+        target = kb.root / name
+        current = target.read_text(encoding="utf-8") if target.is_file() else None
+        if check:
+            if current != text:
+                stale.append(name)
+        elif current != text:
+            target.write_text(text, encoding="utf-8")
+            click.echo(f"wrote {name}", err=True)
+    if stale:
+        click.echo(f"{', '.join(stale)}: out of date with the docs' front matter; run `knowledge llms-txt`", err=True)
+        ctx.exit(EXIT_PROBLEMS)
+
+
 @cli.command("lint")
 @click.pass_context
 def lint_command(ctx: click.Context) -> None:

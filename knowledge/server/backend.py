@@ -31,6 +31,8 @@ class Backend(Protocol):
 
     def reindex(self, params: dict[str, Any]) -> dict[str, Any]: ...
 
+    def llms_txt(self) -> dict[str, Any]: ...
+
 
 def _int(params: dict[str, Any], name: str, low: int, high: int) -> int | None:
     value = params.get(name)
@@ -89,6 +91,9 @@ class LocalBackend:
 
     def docs_for(self, params: dict[str, Any]) -> dict[str, Any]:
         return hits_to_dict(self.kb.docs_for(_str(params, "target") or ""))
+
+    def llms_txt(self) -> dict[str, Any]:
+        return {"text": self.kb.llms_txt()["llms.txt"]}
 
     def reindex(self, params: dict[str, Any]) -> dict[str, Any]:
         for name in ("full", "worktree"):

@@ -53,6 +53,8 @@ def _routes(backend: Backend) -> dict[tuple[str, str], Callable[[dict[str, Any]]
         ("POST", "/v1/docs-for-file"): backend.docs_for_file,
         ("POST", "/v1/docs-for"): backend.docs_for,
         ("POST", "/v1/reindex"): backend.reindex,
+        ("GET", "/v1/llms-txt"): lambda _body: backend.llms_txt(),
+        ("GET", "/llms.txt"): lambda _body: backend.llms_txt(),  # where agents look for it; served as text
     }
 
 
@@ -79,6 +81,15 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Cache-Control", "no-store")
         for name, value in (headers or {}).items():
             self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(body)
+
+    def _send_text(self, text: str) -> None:
+        body = text.encode("utf-8")
+        self.send_response(200)
+        self.send_header("Content-Type", "text/plain; charset=utf-8")
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Cache-Control", "no-store")
         self.end_headers()
         self.wfile.write(body)
 
@@ -133,7 +144,11 @@ class _Handler(BaseHTTPRequestHandler):
         if body is None:
             return
         try:
-            self._send(200, handler(body))
+            answer = handler(body)
+            if path.endswith(".txt"):
+                self._send_text(answer["text"])
+            else:
+                self._send(200, answer)
         except PathOutsideRepositoryError as exc:
             self._send(403, {"error": str(exc)})
         except KnowledgeError as exc:

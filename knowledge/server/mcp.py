@@ -138,6 +138,11 @@ def build_server(backend: Backend) -> Any:  # noqa: ANN401 - mcp.server.mcpserve
         """Bring the index up to date with the files: changes only, or a full rebuild with full=true (slow)."""
         return _call(lambda: backend.reindex({"full": full}))
 
+    @server.resource("knowledge://llms.txt", name="llms.txt", mime_type="text/markdown")
+    def llms_txt() -> str:
+        """The project's docs, one line each (llmstxt.org): title, path and what each is about, from front matter."""
+        return str(backend.llms_txt()["text"])
+
     return server
 
 
