@@ -298,3 +298,30 @@ def test_drift_shows_each_commit_as_its_first_line(git_repo):
     assert "Loading takes strict\n" in shown
     assert "second line" not in shown
     assert "body" not in shown
+
+
+def test_drift_annotates_the_doc_lines_for_github_and_sarif(drifted):
+    root, _ = drifted
+    indexed = CliRunner().invoke(
+        cli, ["-C", str(root), "reindex-all", "--no-vectors"], obj={"embedder_factory": lambda s: HashingEmbedder()}
+    )
+    assert indexed.exit_code == 0, indexed.output
+    assert open_kb(root).status().dense_coverage == 0  # CI needs no vectors for drift
+    github = CliRunner().invoke(cli, ["-C", str(root), "drift", "--format", "github"], obj={"embedder_factory": None})
+    assert github.exit_code == 1
+    lines = github.output.splitlines()
+    saving = next(line for line in lines if "renamed" in line)
+    item = by_section(open_kb(root).drift())["Saving"]
+    assert saving.startswith(f"::error file=docs/guide.md,line={item.line_start},endLine={item.line_end},title=")
+    assert saving.endswith("::`save` was renamed to `store`")
+    assert any(line.startswith("::warning file=docs/guide.md,line=") for line in lines)  # code changed after its doc
+    sarif = json.loads(
+        CliRunner().invoke(cli, ["-C", str(root), "drift", "--format", "sarif"], obj={"embedder_factory": None}).stdout
+    )
+    results = sarif["runs"][0]["results"]
+    assert {r["ruleId"] for r in results} == {"broken-reference", "changed-reference"}
+    located = next(r for r in results if "renamed" in r["message"]["text"])["locations"][0]["physicalLocation"]
+    assert located == {
+        "artifactLocation": {"uri": "docs/guide.md"},
+        "region": {"startLine": item.line_start, "endLine": item.line_end},
+    }

@@ -247,8 +247,11 @@ def cli(ctx: click.Context, path: Path, model: str | None, model_variant: str | 
 @click.option("-q", "--quiet", is_flag=True, help="No progress or summary on stderr.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON on stdout.")
 @click.option("--background", is_flag=True, help="Return once searchable; embed in a detached process.")
+@click.option(
+    "--no-vectors", is_flag=True, help="Chunks, names and the lexical index only (drift, lint, grep in CI); no model."
+)
 @click.pass_context
-def reindex_all_command(ctx: click.Context, quiet: bool, as_json: bool, background: bool) -> None:
+def reindex_all_command(ctx: click.Context, quiet: bool, as_json: bool, background: bool, no_vectors: bool) -> None:
     """Rebuild the index of docs and code; unchanged chunks reuse cached vectors.
 
     The index is searchable (lexically) as soon as the files are chunked; vectors follow, and search uses each one
@@ -258,6 +261,7 @@ def reindex_all_command(ctx: click.Context, quiet: bool, as_json: bool, backgrou
     \b
     knowledge reindex-all
     knowledge --model all-MiniLM-L6-v2 reindex-all --quiet
+    knowledge reindex-all --no-vectors && knowledge drift --format github
     """
     progress = ProgressPrinter(not quiet)
     kb = _open(ctx, progress)
@@ -265,6 +269,9 @@ def reindex_all_command(ctx: click.Context, quiet: bool, as_json: bool, backgrou
         report = kb.reindex_all(on_progress=progress, embed=False)
     finally:
         progress.close()
+    if no_vectors:
+        _finish_report(ctx, report, quiet, as_json)
+        return
     _embed_after(ctx, kb, report, progress, quiet, as_json, background, compact=True)
 
 
@@ -591,21 +598,34 @@ def lint_command(ctx: click.Context) -> None:
 
 @cli.command("drift")
 @click.option("--since", metavar="REV", help="Only drift that commits after REV brought in.")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON (the same as --format json).")
+@click.option(
+    "--format",
+    "output",
+    type=click.Choice(["text", "json", "github", "sarif"]),
+    default="text",
+    help="github: workflow annotations on the doc lines; sarif: SARIF 2.1.0 for code scanning.",
+)
 @click.pass_context
-def drift_command(ctx: click.Context, since: str | None, as_json: bool) -> None:
+def drift_command(ctx: click.Context, since: str | None, as_json: bool, output: str) -> None:
     """Doc sections whose referenced code changed after them, and references that no longer resolve; exit 1 if any
     reference is broken (a deleted or moved file, a renamed or removed function).
 
     \b
     knowledge drift
     knowledge drift --since origin/main --json
+    knowledge drift --since origin/main --format github
     """
-    from ..render import drift_to_dict, drift_to_text
+    from ..render import drift_to_dict, drift_to_github, drift_to_sarif, drift_to_text
 
     items = _open(ctx).drift(since)
-    if as_json:
+    output = "json" if as_json else output
+    if output == "json":
         click.echo(json.dumps(drift_to_dict(items), ensure_ascii=False, indent=2))
+    elif output == "sarif":
+        click.echo(json.dumps(drift_to_sarif(items), ensure_ascii=False, indent=2))
+    elif output == "github":
+        click.echo(drift_to_github(items), nl=False)
     else:
         click.echo(drift_to_text(items), nl=False)
     if any(item.status == "broken" for item in items):
