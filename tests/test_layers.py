@@ -25,6 +25,7 @@ LAYERS = {
         "knowledge.pieces",
         "knowledge.teams",
         "knowledge.llms_txt",
+        "knowledge.agent_config",
     ),
     "adapters": ("knowledge.store", "knowledge.embedding", "knowledge.git", "knowledge.corpus", "knowledge.chunking"),
     "leaves": (

@@ -28,7 +28,9 @@ async def session_calls(repo: Path, env: dict[str, str]):
             search = await session.call_tool("search", {"query": "how do I install the git hook", "k": 3})
             source = await session.call_tool("get_source", {"path": "docs/hooks.md", "start": 6, "end": 6})
             outside = await session.call_tool("get_source", {"path": "../../etc/passwd"})
-            return tools, search, source, outside
+            resources = await session.list_resources()
+            llms = await session.read_resource("knowledge://llms.txt")
+            return tools, search, source, outside, resources, llms
 
 
 def text_of(result):
@@ -42,7 +44,9 @@ def test_mcp_stdio_tools(git_repo, monkeypatch):
     commit(git_repo, {f"docs/{p.name}": p.read_text() for p in FIXTURES.glob("*.md")})
     KnowledgeBase.open(git_repo).reindex_all()
     env = {"KNOWLEDGE_HOME": home, "KNOWLEDGE_MODEL": "all-MiniLM-L6-v2", "PATH": os.environ["PATH"]}
-    tools, search, source, outside = asyncio.run(session_calls(git_repo, env))
+    tools, search, source, outside, resources, llms = asyncio.run(session_calls(git_repo, env))
+    assert [str(r.uri) for r in resources.resources] == ["knowledge://llms.txt"]
+    assert "- [Git hooks](docs/hooks.md): " in llms.contents[0].text
     by_name = {tool.name: tool for tool in tools.tools}
     assert set(by_name) == {"search", "get_source", "status", "docs_for_file", "docs_for", "reindex"}
     assert by_name["search"].annotations.read_only_hint is True

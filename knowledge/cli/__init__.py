@@ -790,4 +790,4 @@ def main() -> None:
     cli(prog_name="knowledge")
 
 
-from . import agents, daemon, teams  # noqa: E402, F401 - registers show, serve, mcp, daemon and teams
+from . import agent_setup, agents, daemon, teams  # noqa: E402, F401 - registers show, serve, mcp, agents, daemon, teams

@@ -1,0 +1,85 @@
+"""`knowledge agents install|uninstall`: wire the MCP server into coding agents' configs in one command."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+
+import click
+
+from ..agent_config import CLIENTS, SCOPES, apply, detect, plan, server_command
+from ..errors import KnowledgeError
+from . import _root, cli
+
+
+@cli.group("agents")
+def agents_group() -> None:
+    """Set up coding agents (Claude Code, Cursor, VS Code, Codex CLI, Gemini CLI, OpenCode) to use knowledge."""
+
+
+def _options(command: click.Command) -> click.Command:
+    for option in reversed(
+        [
+            click.option(
+                "--client",
+                "clients",
+                multiple=True,
+                type=click.Choice(sorted(CLIENTS)),
+                help="Repeatable. Default: the clients whose config folders exist.",
+            ),
+            click.option("--scope", type=click.Choice(SCOPES), default="project", show_default=True),
+            click.option("--dry-run", is_flag=True, help="Print the diff of every file; write nothing."),
+        ]
+    ):
+        command = option(command)
+    return command
+
+
+def _run(ctx: click.Context, clients: tuple[str, ...], scope: str, dry_run: bool, remove: bool) -> None:
+    root = _root(ctx)
+    home = Path.home()
+    chosen = list(clients) or detect(root, home, scope)
+    if not chosen:
+        raise KnowledgeError(
+            f"no agent's config folder found in {'this repository' if scope == 'project' else home}; "
+            f"name one: --client {'|'.join(sorted(CLIENTS))}"
+        )
+    command = server_command(shutil.which("knowledge"), sys.executable)
+    changes = plan(root, home, chosen, scope, command, remove=remove)
+    if dry_run:
+        click.echo("".join(change.diff(root) for change in changes), nl=False)
+    else:
+        apply(changes)
+    verb = "would change" if dry_run else ("removed from" if remove else "wrote")
+    for change in changes:
+        click.echo(f"{verb} {change.path}", err=True)
+    if not changes:
+        click.echo(f"nothing to change for {', '.join(CLIENTS[c].title for c in chosen)}", err=True)
+
+
+@_options
+@agents_group.command("install")
+@click.pass_context
+def install_command(ctx: click.Context, clients: tuple[str, ...], scope: str, dry_run: bool) -> None:
+    """Add the `knowledge` MCP server to each agent's config and a short how-to to AGENTS.md (CLAUDE.md for Claude
+    Code), merged into what is there; running it again changes nothing.
+
+    \b
+    knowledge agents install
+    knowledge agents install --client claude --client codex --dry-run
+    knowledge agents install --scope user --client cursor
+    """
+    _run(ctx, clients, scope, dry_run, remove=False)
+
+
+@_options
+@agents_group.command("uninstall")
+@click.pass_context
+def uninstall_command(ctx: click.Context, clients: tuple[str, ...], scope: str, dry_run: bool) -> None:
+    """Remove what `agents install` added; everything else in those files stays.
+
+    \b
+    knowledge agents uninstall --client claude
+    """
+    _run(ctx, clients, scope, dry_run, remove=True)
