@@ -18,6 +18,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -35,8 +36,9 @@ from knowledge.embedding.cache import EmbeddingCache, embed_with_cache
 from knowledge.kb import KnowledgeBase
 from knowledge.kind import KindIndex
 from knowledge.lexical import terms
+from knowledge.policy import DEFAULT_POLICY, FusionParams
 from knowledge.records import Chunk
-from knowledge.search import DEFAULT_FUSION, FusionParams, retrieve
+from knowledge.search import retrieve
 from knowledge.store import Change, Manifest, NewChunk
 from knowledge.store.local import LocalStore
 
@@ -99,7 +101,7 @@ def rank(method: str, index: KindIndex, query: str, vector: np.ndarray, params: 
     elif method == "lexical":
         keys = [hit.key for hit in store.lexical_search(terms(query), TOP)]
     else:
-        keys = [c.key for c in retrieve(index, query, vector, TOP, params)]
+        keys = [c.key for c in retrieve(index, query, vector, TOP, replace(DEFAULT_POLICY, fusion=params))]
     chunks = store.chunks(keys[:TOP])
     return [chunks[key].id for key in keys[:TOP]]
 
@@ -110,7 +112,7 @@ def run_model_mode(
     variant: str,
     home: Path,
     method: str = "dense",
-    params: FusionParams = DEFAULT_FUSION,
+    params: FusionParams = DEFAULT_POLICY.fusion,
     make_store: Callable[[Path, Manifest], Any] = local_store,
 ) -> tuple[dict[str, list[str]], dict]:
     with model_index(data, model, variant, home, make_store) as (embedder, index, info):

@@ -156,10 +156,23 @@ for bench, repos in spec["benches"].items():
             kb.reindex_all()
         print(f"  {bench}/{repo}: indexed in {time.monotonic() - started:.0f}s", file=sys.stderr, flush=True)
         import dataclasses
-        import knowledge.ranking as ranking
-        shipped = ranking.DEFAULT_RULES
+        try:  # the policy record (what resolve_options hands search()); before it, the rules alone
+            import knowledge.policy as holder
+            attribute = "DEFAULT_POLICY"
+        except ImportError:
+            import knowledge.ranking as holder
+            attribute = "DEFAULT_RULES"
+        shipped = getattr(holder, attribute)
         for variant, overrides in spec["variants"].items():
-            ranking.DEFAULT_RULES = dataclasses.replace(shipped, **overrides)  # what resolve_options hands search()
+            if attribute == "DEFAULT_POLICY":
+                flat = {k: v for k, v in overrides.items() if k not in {"fusion", "plain", "rules"}}
+                rules = dataclasses.replace(shipped.rules, **{**flat, **overrides.get("rules", {})})
+                fusion = dataclasses.replace(shipped.fusion, **overrides.get("fusion", {}))
+                chosen = dataclasses.replace(shipped, rules=rules, fusion=fusion)
+                chosen = chosen.plain() if overrides.get("plain") else chosen
+            else:
+                chosen = dataclasses.replace(shipped, **overrides)
+            setattr(holder, attribute, chosen)
             answers = {}
             for name, extra in spec["settings"].items():
                 rows = []
@@ -175,7 +188,7 @@ for bench, repos in spec["benches"].items():
                     rows.append({"hits": hits, "used": response.tokens_used, "budget": response.budget})
                 answers["answer"] = rows
             out.setdefault(variant, {}).setdefault(bench, {})[repo] = answers
-        ranking.DEFAULT_RULES = shipped
+        setattr(holder, attribute, shipped)
 json.dump(out, open(sys.argv[3], "w"))
 """
 

@@ -10,11 +10,12 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Protocol
 
 from .lexical import STOPWORDS
+from .pieces import group_key
+from .policy import DEFAULT_POLICY, RankingRules
 from .records import Chunk
 
 
@@ -24,30 +25,7 @@ class Ranked(Protocol):
     rules: dict[str, float]
 
 
-@dataclass(frozen=True, slots=True)
-class RankingRules:
-    defines: float = 2.0  # first-rank votes for the chunk that defines a name the query asks for
-    defines_in_named_file: float = 1.0  # more when the file or module is named like it too
-    defines_other_case: float = 0.5  # factor when the query spells a type (`FromRequest`) and this is `from_request`
-    file_words: float = 1.0  # query words that name the file or its folder …
-    file_stem_coverage: float = 0.5  # … half of it by how much of the file's own name the query covers
-    demote: float = 0.6  # factor for tests, examples, vendored and generated code, shims, `__init__`, `.d.ts`
-    header: float = 0.8  # factor for a C/C++ header when its implementation (same path, .c/.cc/.cpp) is a candidate
-    same_file_decay: float = 0.25  # the second chunk of one file counts ×0.25, the third ×0.06, …
-    same_file_free: int = 1  # chunks of one file at full credit before the decay starts
-    # The decay of a later chunk's own evidence (its ranks, the names it defines), where the file-wide credit
-    # (file_words, file_coherence) decays by same_file_decay: None decays both alike.
-    same_file_decay_own: float | None = None
-    heading_words: float = 1.0  # votes for a doc section whose own heading spells the query's words (mixed answers)
-    file_coherence: float = 0.5  # share of what the file's other candidates scored that a chunk gains …
-    file_coherence_cap: float = 2.0  # … counted up to this many first-rank votes
-    # A file's place is led by a function or method, not by its header, imports, class shell or constructor, when
-    # one scores at least this share of the leader: the file keeps its rank, the asked method its text (0: off).
-    entity_first: float = 0.0
-    enabled: bool = True
-
-
-DEFAULT_RULES = RankingRules()
+SHIPPED_RULES = DEFAULT_POLICY.rules
 # What `--explain` shows, in this order.
 RULE_NAMES = (
     "defines",
@@ -67,6 +45,7 @@ _QUIET_PATH = re.compile(
 )
 _ASKS_FOR_TESTS = frozenset({"test", "tests", "testing", "example", "examples", "spec", "fixture", "mock", "benchmark"})
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_NAME_TOKEN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
 _PARTS = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
 
 
@@ -125,11 +104,12 @@ def _stem_words(path: str) -> set[str]:
 
 
 def apply_rules(
-    ranked: Sequence[tuple[Ranked, Chunk | None]], query: str, vote: float, rules: RankingRules = DEFAULT_RULES
+    ranked: Sequence[tuple[Ranked, Chunk | None]], query: str, vote: float, rules: RankingRules = SHIPPED_RULES
 ) -> None:
     """Adjust each code candidate's fused score in place (`vote`: the fused worth of one first-rank vote)."""
     if not rules.enabled:
         return
+    evidence = {id(candidate): candidate.fused for candidate, _ in ranked}  # retrieval alone, before any rule
     names = asked_names(query)
     query_words = {_normal(w) for w in _WORD.findall(query) if w.lower() not in STOPWORDS and len(w) > 2}
     quiet_ok = bool(query_words & _ASKS_FOR_TESTS)
@@ -166,6 +146,8 @@ def apply_rules(
         if chunk is not None and chunk.kind == "code" and not quiet_ok and _QUIET_PATH.search(chunk.path):
             candidate.rules["demoted"] = round(candidate.fused * (rules.demote - 1), 4)
             candidate.fused *= rules.demote
+    if rules.entity_first and len(_NAME_TOKEN.findall(query)) > 1:  # a bare name asks for that definition itself
+        _entities_lead(ranked, evidence, rules.entity_first)
 
 
 def _heading_words(candidate: Ranked, chunk: Chunk, query_words: set[str], vote: float, rules: RankingRules) -> None:
@@ -198,15 +180,19 @@ def _headers_give_way(ranked: Sequence[tuple[Ranked, Chunk | None]], rules: Rank
 
 
 def _file_coherence(ranked: Sequence[tuple[Ranked, Chunk | None]], vote: float, rules: RankingRules) -> None:
-    """A chunk gains a share of what the other candidates of its file scored: a file that several retrieved chunks
-    point at is more likely the one the question is about (semble-dev 0.860 -> 0.875 at 0.5, capped at 2 votes)."""
-    per_file: dict[str, float] = {}
+    """A chunk gains a share of what the file's other entities scored: a file that several retrieved functions point
+    at is more likely the one the question is about (semble-dev 0.860 -> 0.875 at 0.5, capped at 2 votes). The parts
+    of one long function are one piece of evidence, and never their own (CoSQA: a split snippet lifted itself)."""
+    best: dict[str, dict[str, float]] = {}  # path -> entity -> its best part's score
     for candidate, chunk in ranked:
         if chunk is not None and chunk.kind == "code":
-            per_file[chunk.path] = per_file.get(chunk.path, 0.0) + candidate.fused
+            entities = best.setdefault(chunk.path, {})
+            entity = group_key(chunk.id)
+            entities[entity] = max(entities.get(entity, 0.0), candidate.fused)
     for candidate, chunk in ranked:
         if chunk is not None and chunk.kind == "code":
-            others = per_file[chunk.path] - candidate.fused
+            entities = best[chunk.path]
+            others = sum(entities.values()) - entities[group_key(chunk.id)]
             share = rules.file_coherence * min(others, rules.file_coherence_cap * vote)
             if share:
                 candidate.rules["file_coherence"] = round(share, 4)
@@ -221,29 +207,26 @@ def _specific(chunk: Chunk | None) -> bool:
     return chunk is not None and chunk.symbol_kind in _CALLABLE and chunk.symbol.lower() not in _SHELLS
 
 
-def _entities_lead(ranked: Sequence[tuple[Ranked, Chunk | None]], share: float) -> None:
-    """Where a file's best candidate is not a function or method (a header, an import block, a class shell, a
-    constructor naming every field) and one of its functions scores at least `share` of it, the two trade scores:
-    the file keeps its place and is represented by the code that does something."""
-    leader: dict[str, int] = {}
-    for position, (_, chunk) in enumerate(ranked):
-        if chunk is not None and chunk.kind == "code" and chunk.path not in leader:
-            leader[chunk.path] = position
-    for path, first in leader.items():
-        head, head_chunk = ranked[first]
+def _entities_lead(ranked: Sequence[tuple[Ranked, Chunk | None]], evidence: dict[int, float], share: float) -> None:
+    """Where a file's best candidate is not a function or method (a class shell or header, an import block, a
+    constructor naming every field) and one of its functions has at least `share` of its own retrieval evidence
+    (`evidence`: the fused score before any rule), the two trade scores: the file keeps its place, and is represented
+    by the code that does something ("Create a deep copy of this NameAllocator": `clone`, not the class header that
+    the name lifted)."""
+    order = sorted(range(len(ranked)), key=lambda i: -ranked[i][0].fused)
+    by_file: dict[str, list[int]] = {}
+    for position in order:
+        chunk = ranked[position][1]
+        if chunk is not None and chunk.kind == "code":
+            by_file.setdefault(chunk.path, []).append(position)
+    for positions in by_file.values():
+        head, head_chunk = ranked[positions[0]]
         if _specific(head_chunk):
             continue
+        floor = share * evidence[id(head)]
         best = max(
-            (
-                position
-                for position, (candidate, chunk) in enumerate(ranked)
-                if position > first
-                and chunk is not None
-                and chunk.path == path
-                and _specific(chunk)
-                and candidate.fused >= share * head.fused
-            ),
-            key=lambda position: ranked[position][0].fused,
+            (p for p in positions[1:] if _specific(ranked[p][1]) and evidence[id(ranked[p][0])] >= floor),
+            key=lambda p: evidence[id(ranked[p][0])],
             default=None,
         )
         if best is not None:
@@ -252,16 +235,13 @@ def _entities_lead(ranked: Sequence[tuple[Ranked, Chunk | None]], share: float) 
             other.rules["entity_first"] = round(other.fused - head.fused, 4)
 
 
-def diversify(ranked: Sequence[tuple[Ranked, Chunk | None]], rules: RankingRules = DEFAULT_RULES) -> list[int]:
+def diversify(ranked: Sequence[tuple[Ranked, Chunk | None]], rules: RankingRules = SHIPPED_RULES) -> list[int]:
     """Positions of `ranked` (best first) re-sorted after the second and later chunks of one file lose credit."""
     if not rules.enabled:
         for candidate, _ in ranked:
             candidate.final = candidate.fused
         return list(range(len(ranked)))
-    indices = list(range(len(ranked)))
-    if rules.entity_first:
-        _entities_lead(ranked, rules.entity_first)
-        indices.sort(key=lambda i: -ranked[i][0].fused)
+    indices = sorted(range(len(ranked)), key=lambda i: -ranked[i][0].fused)
     seen: Counter[str] = Counter()
     scores = []
     for position in indices:

@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence, Set
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from . import ranking
+from . import policy as policies
 from .budget import pack
 from .config import Settings
 from .corpus import glob_to_regex, matches_any
@@ -20,7 +20,8 @@ from .grep import occurrences
 from .kind import KindIndex
 from .lexical import identifiers, terms
 from .pieces import group_key, merge
-from .ranking import DEFAULT_RULES, RULE_NAMES, RankingRules, apply_rules, asked_names, diversify
+from .policy import FusionParams, RankingPolicy
+from .ranking import RULE_NAMES, apply_rules, asked_names, diversify
 from .records import Chunk, SearchHit, SearchResponse
 from .request import SearchRequest
 
@@ -29,7 +30,6 @@ if TYPE_CHECKING:
 
 CANDIDATE_FLOOR = 50
 FILTERED_DEPTH = 4  # with path or language filters, look this many times deeper before filtering
-DEFINITIONS_JOINED = 20  # at most this many chunks defining an asked name join the candidates
 EXACT_DEFAULT_K = 100  # exact mode lists occurrences, not the best few: the budget still caps what is returned
 # Before a chunk has its vector, only its lexical rank speaks for it: keep the top ranks, show text for the first few.
 LEXICAL_KEPT_RANKS = 10
@@ -42,32 +42,9 @@ LEXICAL_VOUCH_RANKS, LEXICAL_VOUCH_MARGIN = 10, 0.15
 # no floor).
 RELEVANCE_PASS, RELEVANCE_PASS_MARGIN = 0.25, 0.13
 LEXICAL_FULL_RANKS = 3
-# An identifier held by more than this share of the candidates is the project's vocabulary ("tRPC", "WebSocket" in a
-# websocket library), not a name that singles out a chunk: it earns no exact-match boost (semble-dev +0.001).
-EXACT_COMMON_SHARE, EXACT_COMMON_MIN_POOL = 0.3, 20
 # A query that is one bare name (`g`, `session`, `FromRequest`): its vector says little, so the lexical side's top
 # matches pass whatever their cosine, as a grep user expects; a sentence still needs the similarity floor.
 _BARE_NAME = re.compile(r"\s*[A-Za-z_][\w.:]*\s*")
-
-
-@dataclass(frozen=True, slots=True)
-class FusionParams:
-    """Reciprocal rank fusion: each list adds weight / (k + rank).
-
-    The lexical weight grows with the query: full from `lexical_full_terms` distinct terms, proportionally less below,
-    because a handful of words is thin evidence for BM25 and a long claim is rich evidence. k=5, weight 1.0 and 10
-    terms had the best mean nDCG@10 over SciFact train and CoSQA dev for both models (bench/fusion.py); the test
-    splits were never used for tuning.
-    """
-
-    k: int = 5
-    dense_weight: float = 1.0
-    lexical_weight: float = 1.0
-    lexical_full_terms: int = 10
-    exact_boost: float = 1.0  # in units of a first-rank vote, for chunks holding an identifier from the query
-
-
-DEFAULT_FUSION = FusionParams()
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,8 +60,7 @@ class SearchOptions:
     context: int = 0  # with exact: lines either side
     explain: bool = False
     expand: bool = False  # add the top code hit's callers and callees after the results, as the budget allows
-    fusion: FusionParams = field(default_factory=FusionParams)
-    rules: RankingRules = DEFAULT_RULES
+    policy: RankingPolicy = field(default_factory=RankingPolicy)
     keep: Callable[[Chunk], bool] | None = None  # the request's path, exclude and language filters
 
 
@@ -130,15 +106,15 @@ def lexical_scale(query_terms: int | None, params: FusionParams) -> float:
     return min(1.0, query_terms / max(1, params.lexical_full_terms))
 
 
-def _exact_matches(query: str, index: KindIndex, keys: Sequence[int]) -> set[int]:
+def _exact_matches(query: str, index: KindIndex, keys: Sequence[int], policy: RankingPolicy) -> set[int]:
     wanted = identifiers(query)
     # Code only: in prose, camelCase words are terms of art ("vCJD", "iPSC"), and boosting them lowered SciFact dev
     # nDCG@10 (0.7232 without, 0.7213 with); in code they are names.
     if not wanted or index.kind != "code":
         return set()
     bodies = {key: set(body.split()) for key, body in index.store.lexical_terms(keys).items()}
-    if len(bodies) >= EXACT_COMMON_MIN_POOL:
-        common = EXACT_COMMON_SHARE * len(bodies)
+    if len(bodies) >= policy.exact_common_min_pool:
+        common = policy.exact_common_share * len(bodies)
         wanted = {name for name in wanted if sum(name in body for body in bodies.values()) <= common}
     return {key for key, body in bodies.items() if wanted & body}
 
@@ -152,7 +128,7 @@ def retrieve(
     query: str,
     vector: np.ndarray | None,
     depth: int,
-    params: FusionParams,
+    policy: RankingPolicy,
     lexical_hits: list[tuple[int, float]] | None = None,
 ) -> list[Candidate]:
     """Fused candidates with the cosine of every one that has a vector (None: lexical evidence only)."""
@@ -162,11 +138,13 @@ def retrieve(
     if lexical_hits is None:
         lexical_hits = lexical_candidates(index, query, depth)
     pool = list(dict.fromkeys([key for key, _ in dense] + [key for key, _ in lexical_hits]))
-    candidates = fuse(dense, lexical_hits, params, _exact_matches(query, index, pool), len(set(query_terms)))
-    if index.kind == "code":  # the definitions of names the query asks for join even if neither list found them
+    exact = _exact_matches(query, index, pool, policy) if policy.fusion.exact_boost else set()
+    candidates = fuse(dense, lexical_hits, policy.fusion, exact, len(set(query_terms)))
+    if index.kind == "code" and policy.definitions_joined:  # definitions of asked names join, found or not
         known = {c.key for c in candidates}
         names = sorted(asked_names(query))
-        candidates += [Candidate(key) for key in index.store.defining(names, DEFINITIONS_JOINED) if key not in known]
+        joined = index.store.defining(names, policy.definitions_joined)
+        candidates += [Candidate(key) for key in joined if key not in known]
     missing = [c.key for c in candidates if c.dense_rank is None]
     found = store.vectors(missing) if missing and vector is not None else {}
     for candidate in candidates:
@@ -193,7 +171,7 @@ def resolve_options(request: SearchRequest, settings: Settings, calibrated: tupl
         exact=request.exact,
         match=request.match,
         context=request.context,
-        rules=ranking.DEFAULT_RULES if settings.rank_rules else RankingRules(enabled=False),
+        policy=policies.DEFAULT_POLICY if settings.rank_rules else policies.DEFAULT_POLICY.plain(),
         keep=result_filter(request) if request.filtered else None,
     )
 
@@ -249,7 +227,7 @@ def search(
     pooled = [
         (candidate, index)
         for index, hits in zip(sources, lexical, strict=True)
-        for candidate in retrieve(index, query, vector, depth, options.fusion, hits)
+        for candidate in retrieve(index, query, vector, depth, options.policy, hits)
     ]
     # Fused scores are rank-based, so lists from different stores merge on them directly. Code candidates then go
     # through the ranking rules, which need their chunks' names and paths.
@@ -263,16 +241,16 @@ def search(
         keep = options.keep
         pooled = [(c, index) for c, index in pooled if (m := by_index[id(index)].get(c.key)) is not None and keep(m)]
     ranked = [(c, by_index[id(index)].get(c.key)) for c, index in pooled]
-    rules = options.rules
+    fusion, rules = options.policy.fusion, options.policy.rules
     if any(index.kind != "code" for index in sources):  # doc sections cannot earn it: it would tilt a mixed answer
         rules = replace(rules, file_coherence=0.0)
     if not mixed:  # the docs' counterpart of the code rules, for mixed answers only: prose alone keeps its fusion
         rules = replace(rules, heading_words=0.0)
-    apply_rules(ranked, query, options.fusion.dense_weight / (options.fusion.k + 1), rules)
+    apply_rules(ranked, query, fusion.dense_weight / (fusion.k + 1), rules)
     order = sorted(range(len(pooled)), key=lambda i: (-pooled[i][0].fused, pooled[i][0].dense_rank or 10**9))
     ranked = [ranked[i] for i in order]
     pooled = [pooled[i] for i in order]
-    order = diversify(ranked, options.rules)
+    order = diversify(ranked, options.policy.rules)
     pooled = [pooled[i] for i in order]
     # An exact identifier match, and the definition of an asked name, stay even under the similarity threshold: names
     # are what dense vectors miss. A chunk with no vector yet cannot be judged by similarity: its lexical rank decides.
@@ -280,7 +258,7 @@ def search(
     above = [
         (c, index)
         for c, index in pooled
-        if c.exact or "defines" in c.rules or _relevant(c, options.threshold, options.fusion, bare_name)
+        if c.exact or "defines" in c.rules or _relevant(c, options.threshold, fusion, bare_name)
     ]
     stale: dict[str, bool] = {}
 
@@ -330,7 +308,7 @@ def search(
             _hit(
                 chunk,
                 score=None if candidate.cosine is None else round(candidate.cosine, 4),
-                relevance=relevance(candidate.final, options.fusion),
+                relevance=relevance(candidate.final, fusion),
                 content=chunk.content if full else None,
                 stale=stale_for(chunk.path),
                 explain=_explain(candidate) if options.explain else None,

@@ -42,6 +42,7 @@ LAYERS = {
         "knowledge.secrets",
         "knowledge.references",
         "knowledge.path_gate",
+        "knowledge.policy",
     ),
 }
 ORDER = list(LAYERS)

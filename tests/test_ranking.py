@@ -4,7 +4,8 @@
 import pytest
 
 from knowledge.kb import KnowledgeBase
-from knowledge.ranking import RankingRules, apply_rules, asked_names, diversify
+from knowledge.policy import RankingRules
+from knowledge.ranking import apply_rules, asked_names, diversify
 from knowledge.records import Chunk
 
 from .conftest import HashingEmbedder, commit
@@ -272,23 +273,25 @@ def test_a_header_gives_way_to_its_source_file():
 
 
 def test_a_bare_name_query_keeps_the_lexical_matches_a_sentence_would_cut():
-    from knowledge.search import DEFAULT_FUSION, Candidate, _relevant
+    from knowledge.policy import DEFAULT_POLICY
+    from knowledge.search import Candidate, _relevant
 
     weak_vector = Candidate(key=1, cosine=0.05, lexical_rank=3)  # a one-letter name: its vector says nothing
-    assert _relevant(weak_vector, 0.38, DEFAULT_FUSION, bare_name=True)
-    assert not _relevant(weak_vector, 0.38, DEFAULT_FUSION)  # in a sentence, the similarity floor holds
-    assert not _relevant(Candidate(key=2, cosine=0.05, lexical_rank=40), 0.38, DEFAULT_FUSION, bare_name=True)
+    assert _relevant(weak_vector, 0.38, DEFAULT_POLICY.fusion, bare_name=True)
+    assert not _relevant(weak_vector, 0.38, DEFAULT_POLICY.fusion)  # in a sentence, the similarity floor holds
+    assert not _relevant(Candidate(key=2, cosine=0.05, lexical_rank=40), 0.38, DEFAULT_POLICY.fusion, bare_name=True)
 
 
 def test_the_relevance_pass_needs_both_lists():
-    from knowledge.search import DEFAULT_FUSION, Candidate, _relevant
+    from knowledge.policy import DEFAULT_POLICY
+    from knowledge.search import Candidate, _relevant
 
     lone_dense = Candidate(
         key=1, cosine=0.27, dense_rank=1, final=0.5
     )  # what an off-topic question's top hit looks like
-    assert not _relevant(lone_dense, 0.38, DEFAULT_FUSION)
+    assert not _relevant(lone_dense, 0.38, DEFAULT_POLICY.fusion)
     both = Candidate(key=2, cosine=0.27, dense_rank=1, lexical_rank=15, final=0.5)
-    assert _relevant(both, 0.38, DEFAULT_FUSION)
+    assert _relevant(both, 0.38, DEFAULT_POLICY.fusion)
 
 
 def test_in_a_mixed_answer_a_section_whose_heading_spells_the_question_holds_its_place(git_repo):
@@ -332,3 +335,34 @@ def test_results_the_evidence_tells_apart_never_show_the_same_relevance(git_repo
     finals = [r.relevance for r in results]
     distinct_evidence = {(r.explain["fused_score"], r.explain.get("rule_same_file")) for r in results}
     assert len(set(finals)) == len(distinct_evidence)
+
+
+def test_with_rank_rules_off_the_order_is_plain_reciprocal_rank_fusion(git_repo):
+    from knowledge.lexical import terms
+    from knowledge.policy import DEFAULT_POLICY
+    from knowledge.search import CANDIDATE_FLOOR, lexical_scale
+
+    files = {f"src/mod{i}.py": f"def handler_{i}(request):\n    return request.body{i} + {i}\n" for i in range(12)}
+    files["src/registry.py"] = "def register_view(name, view):\n    ROUTES[name] = view\n"
+    files["tests/test_registry.py"] = "def test_register_view():\n    register_view('x', None)\n"
+    commit(git_repo, files)
+    kb = KnowledgeBase.open(git_repo, {"rank_rules": False}, embedder_factory=lambda s: HashingEmbedder())
+    kb.reindex_all()
+    query = "register_view handler request body"
+    got = [h.id for h in kb.search(query, kind="code", threshold=-1, k=10).results]
+
+    index = kb.index("code")
+    fusion = DEFAULT_POLICY.fusion
+    dense = index.store.dense_search(HashingEmbedder().embed_query(query), CANDIDATE_FLOOR)
+    lexical = index.store.lexical_search(terms(query), CANDIDATE_FLOOR)
+    scale = lexical_scale(len(set(terms(query))), fusion)
+    fused: dict[int, float] = {}
+    dense_rank = {hit.key: rank for rank, hit in enumerate(dense, start=1)}
+    for rank, hit in enumerate(dense, start=1):
+        fused[hit.key] = fused.get(hit.key, 0.0) + fusion.dense_weight / (fusion.k + rank)
+    for rank, hit in enumerate(lexical, start=1):
+        fused[hit.key] = fused.get(hit.key, 0.0) + fusion.lexical_weight * scale / (fusion.k + rank)
+    order = sorted(fused, key=lambda key: (-fused[key], dense_rank.get(key, 10**9)))
+    chunks = index.store.chunks(order[:10])
+    assert got == [chunks[key].id for key in order[:10]]
+    assert "tests/test_registry.py#test_register_view" in got  # no demotion, no boost: fusion alone

@@ -1,0 +1,69 @@
+"""The ranking policy: every constant that changes the order of results, in one record that can be injected.
+
+`RankingPolicy.plain()` is reciprocal rank fusion of the dense and lexical lists and nothing else (`rank_rules =
+false`). What each part is worth on every benchmark of the gate: docs/benchmarks.md §4c.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+
+@dataclass(frozen=True, slots=True)
+class FusionParams:
+    """Reciprocal rank fusion: each list adds weight / (k + rank).
+
+    The lexical weight grows with the query: full from `lexical_full_terms` distinct terms, proportionally less below,
+    because a handful of words is thin evidence for BM25 and a long claim is rich evidence. k=5, weight 1.0 and 10
+    terms had the best mean nDCG@10 over SciFact train and CoSQA dev for both models (bench/fusion.py); the test
+    splits were never used for tuning.
+    """
+
+    k: int = 5
+    dense_weight: float = 1.0
+    lexical_weight: float = 1.0
+    lexical_full_terms: int = 10
+    exact_boost: float = 1.0  # in units of a first-rank vote, for chunks holding an identifier from the query
+
+
+@dataclass(frozen=True, slots=True)
+class RankingRules:
+    defines: float = 2.0  # first-rank votes for the chunk that defines a name the query asks for
+    defines_in_named_file: float = 1.0  # more when the file or module is named like it too
+    defines_other_case: float = 0.5  # factor when the query spells a type (`FromRequest`) and this is `from_request`
+    file_words: float = 1.0  # query words that name the file or its folder …
+    file_stem_coverage: float = 0.5  # … half of it by how much of the file's own name the query covers
+    demote: float = 0.6  # factor for tests, examples, vendored and generated code, shims, `__init__`, `.d.ts`
+    header: float = 0.8  # factor for a C/C++ header when its implementation (same path, .c/.cc/.cpp) is a candidate
+    same_file_decay: float = 0.25  # the second chunk of one file counts ×0.25, the third ×0.06, …
+    same_file_free: int = 1  # chunks of one file at full credit before the decay starts
+    # The decay of a later chunk's own evidence (its ranks, the names it defines), where the file-wide credit
+    # (file_words, file_coherence) decays by same_file_decay: None decays both alike.
+    same_file_decay_own: float | None = None
+    heading_words: float = 1.0  # votes for a doc section whose own heading spells the query's words (mixed answers)
+    file_coherence: float = 0.5  # share of what the file's other candidates scored that a chunk gains …
+    file_coherence_cap: float = 2.0  # … counted up to this many first-rank votes
+    # A file's place is led by a function or method, not by its header, imports, class shell or constructor, when
+    # one scores at least this share of the leader: the file keeps its rank, the asked method its text (0: off).
+    entity_first: float = 0.0
+    enabled: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class RankingPolicy:
+    fusion: FusionParams = field(default_factory=FusionParams)
+    rules: RankingRules = field(default_factory=RankingRules)
+    definitions_joined: int = 20  # at most this many chunks defining an asked name join the candidates
+    # An identifier held by more than this share of the candidates is the project's vocabulary ("tRPC", "WebSocket"
+    # in a websocket library), not a name that singles out a chunk: it earns no exact-match boost.
+    exact_common_share: float = 0.3
+    exact_common_min_pool: int = 20
+
+    def plain(self) -> RankingPolicy:
+        """Reciprocal rank fusion of the two lists only: no rules, no exact-identifier boost, no definitions joining."""
+        return replace(
+            self, fusion=replace(self.fusion, exact_boost=0.0), rules=RankingRules(enabled=False), definitions_joined=0
+        )
+
+
+DEFAULT_POLICY = RankingPolicy()
