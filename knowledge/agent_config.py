@@ -244,7 +244,7 @@ class _Scanner:
             return self.object()
         if char == "[":
             self.at += 1
-            items = []
+            items: list[object] = []
             while True:
                 self.skip()
                 if self.text.startswith("]", self.at):

@@ -217,7 +217,7 @@ def find_drift(root: Path, docs: dict[int, Chunk], code: dict[int, Chunk], since
                         reference=reference,
                         status=status,
                         summary=summary,
-                        commits=tuple(tuple(c) for c in commits),  # type: ignore[misc]
+                        commits=tuple((sha, subject) for sha, subject in commits),
                         changed_lines=lines,
                     )
                 )

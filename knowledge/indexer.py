@@ -15,6 +15,7 @@ import os
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
@@ -313,6 +314,10 @@ class _Tracker:
         )
 
 
+def _report_within(report: Callable[[int], None], before: int, cap: int, embedded: int) -> None:
+    report(before + min(embedded, cap))
+
+
 def _embed_tracked(
     embedder: DocumentEmbedder, texts: list[str], tracker: _Tracker, on_texts: Callable[[int], None]
 ) -> npt.NDArray[np.float32]:
@@ -369,16 +374,14 @@ def _embed_store(
             if missing:
                 texts = list(dict.fromkeys(p.embed_text for p in missing))
                 before, cap = done + len(batch) - len(missing), len(missing)
-                vectors = _embed_tracked(
-                    embedder(), texts, tracker, lambda n, before=before, cap=cap: report(before + min(n, cap))
-                )
+                vectors = _embed_tracked(embedder(), texts, tracker, partial(_report_within, report, before, cap))
                 tracker.chars_embedded += sum(len(p.embed_text) for p in missing)
                 by_text = dict(zip(texts, vectors, strict=True))
                 fresh = {p.content_hash: by_text[p.embed_text] for p in missing}
                 if cache is not None:
                     cache.put_many(fresh)
             with writer_lock():
-                store.add_vectors({p.key: known.get(p.content_hash, fresh.get(p.content_hash)) for p in batch})
+                store.add_vectors({p.key: {**known, **fresh}[p.content_hash] for p in batch})
                 store.compact()
             result.embedded += len(missing)
             result.reused += len(batch) - len(missing)

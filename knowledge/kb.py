@@ -11,7 +11,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -59,6 +59,16 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
 DRIFT_FILE = "drift.json"
+
+
+@dataclass(frozen=True, slots=True)
+class _Freshness:
+    commit: str | None
+    head: str | None
+    commits_behind: int | None
+    relation: str | None
+    changed_files: tuple[str, ...]
+    reindex_running: bool
 
 
 def _merge(reports: list[IndexReport], started: float) -> IndexReport:
@@ -495,11 +505,12 @@ class KnowledgeBase:
 
     def status(self) -> IndexStatus:
         """What is indexed, with which model, how old, how much is embedded, and what was skipped."""
-        base = {"root": str(self.root), "index_dir": str(index_dir(self.root)), "store": self.engine.describe()}
+        root, folder, store = str(self.root), str(index_dir(self.root)), self.engine.describe()
         if not self.engine.exists("docs"):
             return IndexStatus(
-                **base, exists=False, model=None, dims=None, files=0, chunks=0, built_at=None, age_seconds=None
-            )
+                root=root, index_dir=folder, store=store, exists=False, model=None, dims=None, files=0, chunks=0,
+                built_at=None, age_seconds=None,
+            )  # fmt: skip
         indexes = self.indexes()
         manifest = indexes[0].store.manifest
         built = time.mktime(time.strptime(manifest.built_at, "%Y-%m-%dT%H:%M:%SZ")) - time.timezone
@@ -509,8 +520,11 @@ class KnowledgeBase:
         total = sum(c.chunks for c in coverages.values())
         embedded = sum(c.embedded for c in coverages.values())
         etas = [c.progress.eta_seconds for c in coverages.values() if c.progress and c.progress.eta_seconds is not None]
+        fresh = self._freshness(indexes)
         return IndexStatus(
-            **base,
+            root=root,
+            index_dir=folder,
+            store=store,
             exists=True,
             model=f"{manifest.model_id} ({manifest.model_variant})",
             dims=manifest.dims,
@@ -528,10 +542,15 @@ class KnowledgeBase:
             dense_coverage=1.0 if total == 0 else round(embedded / total, 4),
             chunks_pending=total - embedded,
             embedding_eta_seconds=sum(etas) if etas else None,
-            **self._freshness(indexes),
+            commit=fresh.commit,
+            head=fresh.head,
+            commits_behind=fresh.commits_behind,
+            commit_relation=fresh.relation,
+            changed_files=fresh.changed_files,
+            reindex_running=fresh.reindex_running,
         )
 
-    def _freshness(self, indexes: list[KindIndex]) -> dict[str, object]:
+    def _freshness(self, indexes: list[KindIndex]) -> _Freshness:
         head = self._head()
         behind: int | None = None
         relation: str | None = None
@@ -550,14 +569,8 @@ class KnowledgeBase:
         for index in indexes:
             problem_paths = {p.path for p in index.store.problems()}
             changed |= {p for p in index.changed_by_content() if p not in problem_paths}
-        return {
-            "commit": commit,
-            "head": head,
-            "commits_behind": behind,
-            "commit_relation": relation,
-            "changed_files": tuple(sorted(changed)),
-            "reindex_running": is_locked(lock_path(self.root)) or is_locked(embed_lock_path(self.root)),
-        }
+        running = is_locked(lock_path(self.root)) or is_locked(embed_lock_path(self.root))
+        return _Freshness(commit, head, behind, relation, tuple(sorted(changed)), running)
 
     def llms_txt(self, full_budget: int | None = None) -> dict[str, str]:
         """`llms.txt` (and `llms-full.txt` within `full_budget` tokens) from the docs' front matter: file -> text."""

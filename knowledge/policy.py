@@ -46,6 +46,9 @@ class RankingRules:
     # A file's place is led by a function or method, not by its header, imports, class shell or constructor, when
     # one scores at least this share of the leader: the file keeps its rank, the asked method its text (0: off).
     entity_first: float = 0.0
+    # A file's scores go to its chunks in the order of their own retrieval evidence: the rules place the file, the
+    # evidence picks which chunk stands for it.
+    evidence_order: bool = False
     enabled: bool = True
 
 

@@ -149,7 +149,8 @@ def retrieve(
     found = store.vectors(missing) if missing and vector is not None else {}
     for candidate in candidates:
         if candidate.dense_rank is None:
-            candidate.cosine = float(found[candidate.key] @ vector) if candidate.key in found else None
+            stored = found.get(candidate.key)
+            candidate.cosine = float(stored @ vector) if stored is not None and vector is not None else None
     return candidates
 
 
@@ -411,14 +412,14 @@ def _one_per_entity(
                 groups.setdefault(key, []).append(position + offset)
         position += len(batch)
     dropped: set[int] = set()
-    for (owner, key), positions in groups.items():
+    for (owner, entity), positions in groups.items():
         if len(positions) < 2:
             continue
         best, index = above[positions[0]]
         first = by_index[owner][best.key]
-        parts = [chunk for chunk in index.store.chunks_of_path(first.path) if group_key(chunk.id) == key]
+        parts = [chunk for chunk in index.store.chunks_of_path(first.path) if group_key(chunk.id) == entity]
         by_index[owner][best.key] = merge(parts or [first])
-        cosines = [above[p][0].cosine for p in positions if above[p][0].cosine is not None]
+        cosines = [cosine for p in positions if (cosine := above[p][0].cosine) is not None]
         best.cosine = max(cosines) if cosines else best.cosine
         dropped.update(positions[1:])
     kept = [item for n, item in enumerate(above[:position]) if n not in dropped]

@@ -43,3 +43,14 @@ def test_every_command_has_help_and_is_documented():
         assert f"knowledge {' '.join(path)}" in usage, path
         result = CliRunner().invoke(cli, [*path, "--help"])
         assert result.exit_code == 0
+
+
+def test_the_package_type_checks():
+    """mypy over the package (settings in pyproject.toml): CI runs it with the tests, pre-commit before a commit."""
+    import subprocess
+    import sys
+
+    result = subprocess.run(
+        [sys.executable, "-m", "mypy"], cwd=Path(__file__).parent.parent, capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 0, result.stdout[-3000:]

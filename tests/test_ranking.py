@@ -366,3 +366,36 @@ def test_with_rank_rules_off_the_order_is_plain_reciprocal_rank_fusion(git_repo)
     chunks = index.store.chunks(order[:10])
     assert got == [chunks[key].id for key in order[:10]]
     assert "tests/test_registry.py#test_register_view" in got  # no demotion, no boost: fusion alone
+
+
+def long_class() -> str:
+    fields = "".join(f"    option_{i}: int = {i}  # the {i}th option of the writer\n" for i in range(40))
+    header = (
+        "class TemplateWriter:\n"
+        '    """Writes templates: every option of the writer, the encoding, the newline style and the mode."""\n\n'
+        + fields
+    )
+    verbs = ["open", "close", "flush", "reset", "render", "escape", "indent", "wrap", "quote", "split",
+             "merge", "sort", "count", "hash", "copy", "move", "lock", "unlock", "encode", "decode"]  # fmt: skip
+    methods = "".join(
+        f"\n    def {verb}_stream(self, stream):\n        self.{verb}_count += 1\n        return stream.{verb}()\n"
+        for verb in verbs
+    )
+    methods += (
+        "\n    def write_to_path(self, path, rendered):\n"
+        "        with open(path, 'w', encoding='utf-8') as handle:\n"
+        "            handle.write(rendered)\n"
+    )
+    return header + methods
+
+
+def test_a_question_about_one_method_of_a_long_class_answers_with_that_method_first(git_repo):
+    commit(git_repo, {"src/writer.py": long_class(), "src/other.py": "def unrelated():\n    return 0\n"})
+    kb = KnowledgeBase.open(git_repo, embedder_factory=lambda s: HashingEmbedder())
+    kb.reindex_all()
+    query = "write the rendered text to a file at the given path with this TemplateWriter"
+    top = kb.search(query, kind="code", threshold=-1, explain=True).results[0]
+    assert (top.path, top.symbol) == ("src/writer.py", "write_to_path")
+    assert top.explain["rule_entity_first"] > 0  # the class header the name lifted gave the file's place to it
+    bare = kb.search("TemplateWriter", kind="code", threshold=-1).results[0]
+    assert bare.symbol == "TemplateWriter"  # a bare name still asks for the definition itself

@@ -296,9 +296,9 @@ for _ext, _same in ((".bash", ".sh"), (".kts", ".kt"), (".exs", ".ex"), (".sc", 
     LANGUAGES[_ext] = LANGUAGES[_same]
 _JS_CALLS = ("call_expression", "new_expression")
 _JS_NAMES = ("variable_declarator",)
-for _ext, _name in ((".js", "javascript"), (".mjs", "javascript"), (".cjs", "javascript"), (".jsx", "jsx")):
+for _ext, _js_language in ((".js", "javascript"), (".mjs", "javascript"), (".cjs", "javascript"), (".jsx", "jsx")):
     LANGUAGES[_ext] = LanguageSpec(
-        _name, "tree_sitter_javascript", "language", JS_ENTITIES, _JS_CALLS, _js_exported, names=_JS_NAMES
+        _js_language, "tree_sitter_javascript", "language", JS_ENTITIES, _JS_CALLS, _js_exported, names=_JS_NAMES
     )
 
 
@@ -464,8 +464,8 @@ def _walk(node: Any, spec: LanguageSpec, src: bytes, parent: Entity | None, out:
                 kind = "method"
             if node.type == "method_declaration" and spec.name == "go":
                 receiver = node.child_by_field_name("receiver")
-                owner = _text(receiver, src).strip("()").split()[-1].lstrip("*") if receiver is not None else ""
-                parent_name = owner
+                receiver_type = _text(receiver, src).strip("()").split()[-1].lstrip("*") if receiver is not None else ""
+                parent_name = receiver_type
             else:
                 parent_name = parent.name if parent is not None else ""
             qualified = next((sep for sep in ("::", ":", ".") if sep in name), None)
@@ -718,7 +718,7 @@ def _is_import(node: Any, src: bytes) -> bool:  # noqa: ANN401
 
 def _declared_names(root: Any, spec: LanguageSpec, src: bytes, entities: list[Entity]) -> dict[int, list[str]]:  # noqa: ANN401
     """Line (0-based) -> names declared there by `spec.names` nodes outside every function body."""
-    inside_function = set()
+    inside_function: set[int] = set()
     for entity in _flatten(entities):
         if entity.kind not in CONTAINERS:
             inside_function.update(range(entity.start, entity.end + 1))

@@ -76,6 +76,7 @@ def _attribute_types(cls: ast.ClassDef, value_type: Callable[[ast.expr], str | N
             continue
         local = _local_types(method, value_type)
         for node in ast.walk(method):
+            target: ast.expr
             if isinstance(node, ast.AnnAssign):
                 target, found = node.target, _type_name(node.annotation)
             elif isinstance(node, ast.Assign) and len(node.targets) == 1:
@@ -84,9 +85,13 @@ def _attribute_types(cls: ast.ClassDef, value_type: Callable[[ast.expr], str | N
                 found = local.get(value.id) if isinstance(value, ast.Name) else value_type(value)
             else:
                 continue
-            is_self = isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)
-            if found and is_self and target.value.id == "self":  # type: ignore[union-attr]
-                types.setdefault(target.attr, found)  # type: ignore[union-attr]
+            if (
+                found
+                and isinstance(target, ast.Attribute)
+                and isinstance(target.value, ast.Name)
+                and target.value.id == "self"
+            ):
+                types.setdefault(target.attr, found)
     return types
 
 
@@ -101,6 +106,7 @@ def _local_types(
         if (found := _type_name(a.annotation))
     }
     for node in ast.walk(function):
+        target: ast.expr
         if isinstance(node, ast.AnnAssign):
             target, found = node.target, _type_name(node.annotation)
         elif isinstance(node, ast.Assign) and len(node.targets) == 1:

@@ -124,7 +124,7 @@ def serve_command(
     if refresh > 0:
         freshener = Freshener(kb.catch_up, refresh, lambda exc: click.echo(f"catch-up failed: {exc}", err=True))
         freshener.start()
-    bound_host, bound_port = server.server_address[:2]
+    bound_host, bound_port = str(server.server_address[0]), server.server_address[1]
     click.echo(f"knowledge serving {kb.root} on http://{bound_host}:{bound_port}", err=True)
     try:
         server.serve_forever()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import ModelUnavailableError
 from .models import DEFAULT_MODEL, MODELS, ModelSpec, resolve_model_name
@@ -86,7 +86,7 @@ class BuiltModel:
         self.max_tokens = spec.max_seq_length
         self.installed = installed_model(home, spec, variant) or build_model(home, spec, variant, on_step)
         self.fingerprint = self.installed.fingerprint
-        self._tokenizer: object | None = None
+        self._tokenizer: Any = None  # tokenizers.Tokenizer, loaded on the first count
         self._counts: dict[str, int] = {}
 
     def count_tokens(self, text: str) -> int:
@@ -106,7 +106,7 @@ class BuiltModel:
         if not fresh:
             return
         self._count("")  # loads the tokenizer
-        encode = getattr(self._tokenizer, "encode_batch_fast", None) or self._tokenizer.encode_batch  # type: ignore[attr-defined]
+        encode = getattr(self._tokenizer, "encode_batch_fast", None) or self._tokenizer.encode_batch
         for text, encoding in zip(fresh, encode(fresh, add_special_tokens=False), strict=True):
             self._counts[text] = len(encoding.ids)
         if len(self._counts) > 200_000:
@@ -118,7 +118,7 @@ class BuiltModel:
 
             tokenizer_json = (self.installed.path / "tokenizer.json").read_text(encoding="utf-8")
             self._tokenizer = load_tokenizer(tokenizer_json, self.max_tokens, self.spec.pad_id)
-        return len(self._tokenizer.encode(text, add_special_tokens=False).ids)  # type: ignore[attr-defined]
+        return len(self._tokenizer.encode(text, add_special_tokens=False).ids)
 
     def load(self) -> Embedder:
         from .onnx_embedder import OnnxEmbedder

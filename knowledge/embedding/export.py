@@ -32,7 +32,7 @@ class _Graph:
         self._count += 1
         return f"{hint}_{self._count}"
 
-    def const(self, value: np.ndarray | float | list[int], hint: str = "c") -> str:
+    def const(self, value: np.ndarray | np.floating | float | list[int], hint: str = "c") -> str:
         from onnx import numpy_helper
 
         array = np.asarray(value)

@@ -346,6 +346,14 @@ class LocalStore:
             ).fetchall()
         return dict(rows)
 
+    def _deltas(self) -> npt.NDArray[np.float32]:
+        """The vectors added since the snapshot (rows of `_delta_rows`); empty until the first refresh reads them."""
+        if self._delta_matrix is None:
+            import numpy as np
+
+            self._delta_matrix = np.zeros((0, self.manifest.dims), dtype=np.float32)
+        return self._delta_matrix
+
     def _refresh(self) -> None:
         """Pick up what other processes committed since the last call: one PRAGMA when nothing changed."""
         import numpy as np
@@ -397,7 +405,7 @@ class LocalStore:
                     if key not in self._tombstones:
                         scored[key] = score
             if len(self._delta_keys):
-                scores = self._delta_matrix @ np.asarray(vector, dtype=np.float32)
+                scores = self._deltas() @ np.asarray(vector, dtype=np.float32)
                 top = np.argpartition(-scores, min(k, len(scores)) - 1)[:k] if len(scores) > k else range(len(scores))
                 for row in top:
                     scored[self._delta_keys[int(row)]] = float(scores[int(row)])
@@ -419,7 +427,7 @@ class LocalStore:
             for key, _ in rows:
                 row = self._delta_rows.get(key)
                 if row is not None:
-                    out[key] = self._delta_matrix[row]
+                    out[key] = self._deltas()[row]
             if in_snapshot and self._snapshot is not None:
                 for key, vector in zip(in_snapshot, self._snapshot.get(in_snapshot), strict=True):
                     out[key] = vector
@@ -561,7 +569,7 @@ class LocalStore:
             if changes == 0 or (not force and changes < max(COMPACT_MIN, base // 4)):
                 return False
             delta_keys = list(self._delta_keys)
-            delta_matrix = self._delta_matrix.copy()
+            delta_matrix = self._deltas().copy()
             tombstones = sorted(self._tombstones)
             if self._snapshot is not None and len(tombstones) <= base // 4:
                 index = self._snapshot.writable_copy()

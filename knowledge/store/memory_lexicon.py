@@ -98,10 +98,10 @@ class Postings:
         flat_words: list[npt.NDArray[np.int64]] = []
         flat_docs: list[npt.NDArray[np.int64]] = []
         single = np.array([stem_id[stemmed[w][0]] if len(stemmed[w]) == 1 else -1 for w in words], dtype=np.int64)
-        for doc, ids in enumerate(tokens):
-            mapped = single[ids] if len(ids) else np.zeros(0, dtype=np.int64)
+        for doc, doc_words in enumerate(tokens):
+            mapped = single[doc_words] if len(doc_words) else np.zeros(0, dtype=np.int64)
             if (mapped < 0).any():
-                mapped = np.array([stem_id[t] for word in ids for t in stemmed[words[word]]], dtype=np.int64)
+                mapped = np.array([stem_id[t] for word in doc_words for t in stemmed[words[word]]], dtype=np.int64)
             lengths[doc] = len(mapped)
             flat_words.append(mapped)
             flat_docs.append(np.full(len(mapped), doc, dtype=np.int64))
