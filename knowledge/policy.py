@@ -23,7 +23,9 @@ class FusionParams:
     dense_weight: float = 1.0
     lexical_weight: float = 1.0
     lexical_full_terms: int = 10
-    exact_boost: float = 1.0  # in units of a first-rank vote, for chunks holding an identifier from the query
+    # In units of a first-rank vote, for chunks holding an identifier from the query. 0 since the gate (§4c): worth
+    # -0.002 on semble-dev, -0.004 on mixed, +0.002 on the function set. Such chunks still pass the threshold.
+    exact_boost: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,22 +35,17 @@ class RankingRules:
     defines_other_case: float = 0.5  # factor when the query spells a type (`FromRequest`) and this is `from_request`
     file_words: float = 1.0  # query words that name the file or its folder …
     file_stem_coverage: float = 0.5  # … half of it by how much of the file's own name the query covers
-    demote: float = 0.6  # factor for tests, examples, vendored and generated code, shims, `__init__`, `.d.ts`
+    demote: float = 0.6  # factor for tests, examples, vendored and generated code, shims, `.d.ts`
     header: float = 0.8  # factor for a C/C++ header when its implementation (same path, .c/.cc/.cpp) is a candidate
     same_file_decay: float = 0.25  # the second chunk of one file counts ×0.25, the third ×0.06, …
     same_file_free: int = 1  # chunks of one file at full credit before the decay starts
-    # The decay of a later chunk's own evidence (its ranks, the names it defines), where the file-wide credit
-    # (file_words, file_coherence) decays by same_file_decay: None decays both alike.
-    same_file_decay_own: float | None = None
     heading_words: float = 1.0  # votes for a doc section whose own heading spells the query's words (mixed answers)
     file_coherence: float = 0.5  # share of what the file's other candidates scored that a chunk gains …
     file_coherence_cap: float = 2.0  # … counted up to this many first-rank votes
     # A file's place is led by a function or method, not by its header, imports, class shell or constructor, when
-    # one scores at least this share of the leader: the file keeps its rank, the asked method its text (0: off).
-    entity_first: float = 0.0
-    # A file's scores go to its chunks in the order of their own retrieval evidence: the rules place the file, the
-    # evidence picks which chunk stands for it.
-    evidence_order: bool = False
+    # one has at least this share of the leader's retrieval evidence: the file keeps its rank, the method the place
+    # (0: off). The function set +0.018, semble-dev +0.002 (§4c).
+    entity_first: float = 0.5
     enabled: bool = True
 
 

@@ -138,7 +138,7 @@ def retrieve(
     if lexical_hits is None:
         lexical_hits = lexical_candidates(index, query, depth)
     pool = list(dict.fromkeys([key for key, _ in dense] + [key for key, _ in lexical_hits]))
-    exact = _exact_matches(query, index, pool, policy) if policy.fusion.exact_boost else set()
+    exact = _exact_matches(query, index, pool, policy)
     candidates = fuse(dense, lexical_hits, policy.fusion, exact, len(set(query_terms)))
     if index.kind == "code" and policy.definitions_joined:  # definitions of asked names join, found or not
         known = {c.key for c in candidates}
