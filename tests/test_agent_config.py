@@ -127,7 +127,7 @@ async def _initialize_and_list(command: list[str], cwd: Path, env: dict[str, str
 
 
 @pytest.mark.model
-@pytest.mark.parametrize("name", ["claude", "codex", "opencode"])
+@pytest.mark.parametrize("name", sorted(CLIENTS))
 def test_the_written_command_line_starts_a_server_the_official_client_talks_to(git_repo, name):
     commit(git_repo, {"docs/a.md": "---\ndescription: a\n---\n# A\n\ntext\n"})
     run(git_repo, "install", "--client", name)

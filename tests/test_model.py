@@ -14,7 +14,7 @@ from knowledge.errors import ModelUnavailableError
 from knowledge.kb import KnowledgeBase
 
 from .conftest import commit
-from .conftest import model_home as test_model_home
+from .conftest import model_home as shared_model_home
 
 pytestmark = pytest.mark.model
 FIXTURES = Path(__file__).parent / "fixtures" / "docs"
@@ -23,7 +23,7 @@ FIXTURES = Path(__file__).parent / "fixtures" / "docs"
 @pytest.fixture
 def model_home(monkeypatch):
     # Models are built once per machine into the user cache (as the README's first command does) and reused.
-    home = test_model_home()
+    home = shared_model_home()
     monkeypatch.setenv("KNOWLEDGE_HOME", str(home))
     return home
 
