@@ -3,6 +3,7 @@
 import os
 import stat
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -216,3 +217,33 @@ def test_bad_model_is_logged_and_commit_succeeds(hooked_repo, monkeypatch):
     lines = wait_for_runs(hooked_repo, 1)
     assert "nothing indexed: unknown model 'no-such-model'" in lines[0]
     assert git(hooked_repo, "status", "--porcelain") == ""
+
+
+def test_other_repositories_run_the_lint_and_llms_txt_hooks_through_pre_commit(tmp_path):
+    """`pre-commit try-repo` builds the hooks' own environment from this repository, as another project's
+    .pre-commit-config.yaml would, and runs them on a scratch repository."""
+    project = Path(__file__).parent.parent
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    git(scratch, "init", "-q")
+    write(scratch, {"docs/a.md": "---\ndescription: a page\n---\n# Page\n\ntext\n", "docs/b.md": "# Bare\n\nno front\n"})
+    git(scratch, "add", "-A")
+    git(scratch, "commit", "-qm", "docs")
+    env = {**os.environ, "PRE_COMMIT_HOME": str(tmp_path / "pre-commit-home")}
+
+    def hook(name):
+        return subprocess.run(
+            [sys.executable, "-m", "pre_commit", "try-repo", str(project), name, "--all-files"],
+            cwd=scratch, env=env, capture_output=True, text=True, check=False, timeout=600,
+        )  # fmt: skip
+
+    lint = hook("knowledge-lint")
+    assert lint.returncode == 1
+    assert "docs/b.md: no `description` in front matter" in lint.stdout
+    stale = hook("knowledge-llms-txt")
+    assert stale.returncode == 1
+    assert "llms.txt: out of date with the docs' front matter; run `knowledge llms-txt`" in stale.stdout
+    subprocess.run([sys.executable, "-m", "knowledge", "llms-txt"], cwd=scratch, check=True, capture_output=True)
+    git(scratch, "add", "-A")
+    git(scratch, "commit", "-qm", "llms.txt")
+    assert hook("knowledge-llms-txt").returncode == 0
