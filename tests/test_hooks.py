@@ -226,7 +226,7 @@ def test_other_repositories_run_the_lint_and_llms_txt_hooks_through_pre_commit(t
     scratch = tmp_path / "scratch"
     scratch.mkdir()
     git(scratch, "init", "-q")
-    write(scratch, {"docs/a.md": "---\ndescription: a page\n---\n# Page\n\ntext\n", "docs/b.md": "# Bare\n\nno front\n"})
+    write(scratch, {"docs/a.md": "---\ndescription: a page\n---\n# Page\n\ntext\n", "docs/b.md": "# Bare\n\nbare\n"})
     git(scratch, "add", "-A")
     git(scratch, "commit", "-qm", "docs")
     env = {**os.environ, "PRE_COMMIT_HOME": str(tmp_path / "pre-commit-home")}
