@@ -5,7 +5,6 @@ call the daemon cannot answer, goes to the click CLI, which prints the same outp
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -45,23 +44,18 @@ def warm_search_params(argv: list[str]) -> tuple[dict[str, Any], bool] | None:
 
 def warm_answer(argv: list[str], cwd: Path) -> str | None:
     """What the daemon prints for this call, or None when the click CLI must answer it."""
-    if os.environ.get("KNOWLEDGE_NO_DAEMON"):
-        return None
     parsed = warm_search_params(argv)
     if parsed is None:
         return None
     params, as_json = parsed
     from .errors import KnowledgeError
-    from .server.daemon_client import find_socket, request
+    from .server.resolve import daemon_answer
 
-    folder = find_socket(cwd.resolve())
-    if folder is None:
-        return None
     try:
         if as_json:
-            data = request(folder, "POST", "/v1/search", params)
+            data = daemon_answer(cwd, "search", params)
             return None if data is None else json.dumps(data, ensure_ascii=False, indent=2) + "\n"
-        data = request(folder, "POST", "/v1/search-text", params)
+        data = daemon_answer(cwd, "search_text", params)
     except KnowledgeError:  # a bad value: the CLI's own message
         return None
     return None if data is None or not isinstance(data.get("text"), str) else data["text"]

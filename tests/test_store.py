@@ -227,7 +227,7 @@ def test_embedding_reports_after_every_model_batch_with_an_eta_for_the_whole_ind
 
 
 def test_plain_progress_off_a_terminal_comes_at_least_every_ten_seconds(capsys):
-    from knowledge.cli import ProgressPrinter
+    from knowledge.cli.progress import ProgressPrinter
     from knowledge.records import Progress
 
     now = [0.0]

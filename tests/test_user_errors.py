@@ -102,7 +102,7 @@ def test_read_only_errors_are_named_for_a_user():
     import errno
     import sqlite3
 
-    from knowledge.cli import storage_problem
+    from knowledge.cli.guard import storage_problem
 
     assert storage_problem(OSError(errno.ENOSPC, "No space left on device", "/r/.knowledge/docs.sqlite")) == (
         "cannot write /r/.knowledge/docs.sqlite: No space left on device"

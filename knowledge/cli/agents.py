@@ -1,212 +1,85 @@
-"""Commands that serve agents: `show` (exact source), `serve` (HTTP API) and `mcp` (MCP server)."""
+"""`knowledge agents install|uninstall`: wire the MCP server into coding agents' configs in one command."""
 
 from __future__ import annotations
 
-import contextlib
-import json
-import os
-import re
+import shutil
+import sys
 from pathlib import Path
 
 import click
 
-from ..errors import ConfigError, KnowledgeError
-from ..render import source_to_text
-from . import _daemon, _open, cli
-
-_SPEC = re.compile(r"^(?P<path>.+?)(?::(?P<start>\d+)(?:-(?P<end>\d+))?)?$")
+from ..agent_config import CLIENTS, SCOPES, apply, detect, plan, server_command
+from ..errors import KnowledgeError
+from .context import repository_root
 
 
-def _backend(ctx: click.Context, remote: str | None):  # noqa: ANN202 - Backend protocol
-    if remote:
-        from ..client import RemoteBackend
-
-        return RemoteBackend(remote)
-    from ..server.backend import LocalBackend
-
-    return LocalBackend(_open(ctx))
+@click.group("agents")
+def agents_group() -> None:
+    """Set up coding agents (Claude Code, Cursor, VS Code, Codex CLI, Gemini CLI, OpenCode) to use knowledge."""
 
 
-@cli.command("show")
-@click.argument("spec", required=False)
-@click.option("--id", "chunk_id", help="Show the current lines of a search result's chunk id.")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-@click.option("--remote", metavar="URL", help="Ask a `knowledge serve` at URL (token from KNOWLEDGE_TOKEN).")
-@click.pass_context
-def show_command(ctx: click.Context, spec: str | None, chunk_id: str | None, as_json: bool, remote: str | None) -> None:
-    """Print exact current source with line numbers: PATH, PATH:START or PATH:START-END.
-
-    Paths outside the repository root are refused.
-
-    \b
-    knowledge show docs/hooks.md:10-24
-    knowledge show --id docs/hooks.md#install
-    """
-    if bool(spec) == bool(chunk_id):
-        raise click.UsageError("give PATH[:START[-END]] or --id CHUNK_ID")
-    params: dict[str, object] = {"id": chunk_id}
-    if spec:
-        match = _SPEC.match(spec)
-        assert match is not None
-        start = int(match["start"]) if match["start"] else None
-        end = int(match["end"]) if match["end"] else start
-        params = {"path": match["path"], "start": start, "end": end}
-    data = None if remote else _daemon(ctx, "POST", "/v1/source", params)
-    if data is None:
-        data = _backend(ctx, remote).source(params)
-    if as_json:
-        click.echo(json.dumps(data, ensure_ascii=False, indent=2))
-    else:
-        from ..records import SourceText
-
-        text = SourceText(data["path"], data["line_start"], data["line_end"], data["total_lines"], tuple(data["lines"]))
-        if data.get("note"):
-            click.echo(f"note: {data['note']}", err=True)
-        click.echo(source_to_text(text), nl=False)
+def _options(command: click.Command) -> click.Command:
+    for option in reversed(
+        [
+            click.option(
+                "--client",
+                "clients",
+                multiple=True,
+                type=click.Choice(sorted(CLIENTS)),
+                help="Repeatable. Default: the clients whose config folders exist.",
+            ),
+            click.option("--scope", type=click.Choice(SCOPES), default="project", show_default=True),
+            click.option("--dry-run", is_flag=True, help="Print the diff of every file; write nothing."),
+        ]
+    ):
+        command = option(command)
+    return command
 
 
-def _token(token_file: Path | None) -> str | None:
-    from ..server.auth import load_token
-
-    return load_token(os.environ, token_file)
-
-
-@cli.command("serve")
-@click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
-@click.option("--port", default=8765, show_default=True, type=click.IntRange(0, 65535), help="0 picks a free port.")
-@click.option(
-    "--token-file",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="File holding the bearer token (mode 600). Default: the KNOWLEDGE_TOKEN variable.",
-)
-@click.option("--allow-host", multiple=True, help="Extra Host header name to accept (DNS name of this machine).")
-@click.option("--allow-origin", multiple=True, help="Extra browser Origin to accept.")
-@click.option(
-    "--refresh",
-    default=30.0,
-    show_default=True,
-    type=click.FloatRange(min=0),
-    help="Seconds between index catch-ups with git (0: never).",
-)
-@click.option("-v", "--verbose", is_flag=True, help="Log every request on stderr.")
-@click.pass_context
-def serve_command(
-    ctx: click.Context,
-    host: str,
-    port: int,
-    token_file: Path | None,
-    allow_host: tuple[str, ...],
-    allow_origin: tuple[str, ...],
-    refresh: float,
-    verbose: bool,
-) -> None:
-    """Serve search, source and status over HTTP with bearer-token auth, the model kept warm.
-
-    \b
-    KNOWLEDGE_TOKEN=$(openssl rand -hex 24) knowledge serve --port 8765
-    curl -H "Authorization: Bearer $KNOWLEDGE_TOKEN" -d '{"query": "hooks"}' http://127.0.0.1:8765/v1/search
-    """
-    from ..server.backend import LocalBackend
-    from ..server.http import Freshener, KnowledgeHTTPServer
-
-    token = _token(token_file)
-    if token is None:
-        raise ConfigError("knowledge serve needs a token: set KNOWLEDGE_TOKEN or pass --token-file (mode 600)")
-    kb = _open(ctx)
-    kb.model.embedder()  # load the model once, before the first request
-    try:
-        server = KnowledgeHTTPServer(
-            (host, port), LocalBackend(kb), token, frozenset(allow_host), frozenset(allow_origin), quiet=not verbose
+def _run(ctx: click.Context, clients: tuple[str, ...], scope: str, dry_run: bool, remove: bool) -> None:
+    root = repository_root(ctx)
+    home = Path.home()
+    chosen = list(clients) or detect(root, home, scope)
+    if not chosen:
+        raise KnowledgeError(
+            f"no agent's config folder found in {'this repository' if scope == 'project' else home}; "
+            f"name one: --client {'|'.join(sorted(CLIENTS))}"
         )
-    except OSError as exc:
-        raise KnowledgeError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from exc
-    freshener = None
-    if refresh > 0:
-        freshener = Freshener(kb.catch_up, refresh, lambda exc: click.echo(f"catch-up failed: {exc}", err=True))
-        freshener.start()
-    bound_host, bound_port = str(server.server_address[0]), server.server_address[1]
-    click.echo(f"knowledge serving {kb.root} on http://{bound_host}:{bound_port}", err=True)
-    try:
-        server.serve_forever()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        if freshener is not None:
-            freshener.stop()
-        server.server_close()
+    command = server_command(shutil.which("knowledge"), sys.executable)
+    changes = plan(root, home, chosen, scope, command, remove=remove)
+    if dry_run:
+        click.echo("".join(change.diff(root) for change in changes), nl=False)
+    else:
+        apply(changes)
+    verb = "would change" if dry_run else ("removed from" if remove else "wrote")
+    for change in changes:
+        click.echo(f"{verb} {change.path}", err=True)
+    if not changes:
+        click.echo(f"nothing to change for {', '.join(CLIENTS[c].title for c in chosen)}", err=True)
 
 
-@cli.command("docs-for")
-@click.argument("target")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-@click.option("--remote", metavar="URL", help="Ask a `knowledge serve` at URL (token from KNOWLEDGE_TOKEN).")
+@_options
+@agents_group.command("install")
 @click.pass_context
-def docs_for_command(ctx: click.Context, target: str, as_json: bool, remote: str | None) -> None:
-    """Doc sections that refer to code: TARGET is PATH, PATH:LINE (the entity there) or a SYMBOL. Metadata only.
+def install_command(ctx: click.Context, clients: tuple[str, ...], scope: str, dry_run: bool) -> None:
+    """Add the `knowledge` MCP server to each agent's config and a short how-to to AGENTS.md (CLAUDE.md for Claude
+    Code), merged into what is there; running it again changes nothing.
 
     \b
-    knowledge docs-for knowledge/kb.py
-    knowledge docs-for knowledge/kb.py:120
-    knowledge docs-for KnowledgeBase.search
+    knowledge agents install
+    knowledge agents install --client claude --client codex --dry-run
+    knowledge agents install --scope user --client cursor
     """
-    path, _, line = target.rpartition(":")
-    on_disk = Path(path if line.isdigit() and path else target)
-    if not remote and on_disk.exists():  # a path relative to here: the servers want it relative to the root
-        from . import _root
-
-        root = _root(ctx)
-        with contextlib.suppress(ValueError):
-            rel = on_disk.resolve().relative_to(root).as_posix()
-            target = f"{rel}:{line}" if line.isdigit() and path else rel
-    params = {"target": target}
-    data = None if remote else _daemon(ctx, "POST", "/v1/docs-for", params)
-    if data is None:
-        data = _backend(ctx, remote).docs_for(params)
-    if as_json:
-        click.echo(json.dumps(data, ensure_ascii=False, indent=2))
-        return
-    from ..records import SearchHit
-    from ..render import hits_to_text
-
-    click.echo(hits_to_text([SearchHit(**hit) for hit in data["results"]]), nl=False)
+    _run(ctx, clients, scope, dry_run, remove=False)
 
 
-@cli.command("mcp")
-@click.option("--http", "use_http", is_flag=True, help="Streamable HTTP instead of stdio.")
-@click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind with --http.")
-@click.option("--port", default=8766, show_default=True, type=click.IntRange(0, 65535), help="Port with --http.")
-@click.option("--remote", metavar="URL", help="Forward every tool call to a `knowledge serve` at URL.")
-@click.option(
-    "--token-file",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="With --http: file holding the bearer token (mode 600). Default: the KNOWLEDGE_TOKEN variable.",
-)
+@_options
+@agents_group.command("uninstall")
 @click.pass_context
-def mcp_command(
-    ctx: click.Context, use_http: bool, host: str, port: int, remote: str | None, token_file: Path | None
-) -> None:
-    """Run an MCP server (stdio by default) with search, get_source, status, docs_for_file and reindex tools.
-
-    With --http it needs the same bearer token as `knowledge serve` (every request without it gets 401).
+def uninstall_command(ctx: click.Context, clients: tuple[str, ...], scope: str, dry_run: bool) -> None:
+    """Remove what `agents install` added; everything else in those files stays.
 
     \b
-    knowledge mcp
-    knowledge mcp --remote http://devbox:8765
+    knowledge agents uninstall --client claude
     """
-    from ..server.auth import is_loopback
-    from ..server.mcp import build_server, run_http
-
-    token = _token(token_file) if use_http else None
-    if use_http and token is None:
-        raise ConfigError("knowledge mcp --http needs a token: set KNOWLEDGE_TOKEN or pass --token-file (mode 600)")
-    backend = _backend(ctx, remote)
-    if remote is None:
-        backend.kb.model.embedder()  # warm before the first call
-    server = build_server(backend)
-    if not use_http:
-        server.run("stdio")
-        return
-    if not is_loopback(host):
-        raise KnowledgeError("knowledge mcp --http binds loopback only; use `knowledge serve` (token auth) remotely")
-    assert token is not None
-    run_http(server, host, port, token)
+    _run(ctx, clients, scope, dry_run, remove=True)

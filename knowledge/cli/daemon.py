@@ -9,7 +9,7 @@ import time
 import click
 
 from ..fs import private_dir
-from . import _daemon, _open, _root, cli
+from .context import daemon_call, open_kb, repository_root
 
 IDLE_TIMEOUT = click.option(
     "--idle-timeout",
@@ -20,7 +20,7 @@ IDLE_TIMEOUT = click.option(
 )
 
 
-@cli.group("daemon")
+@click.group("daemon")
 def daemon_group() -> None:
     """Start, stop or inspect the warm daemon (a unix socket under .knowledge/, owner only, no network)."""
 
@@ -43,8 +43,8 @@ def daemon_start_command(ctx: click.Context, idle_timeout: int, wait_seconds: in
     knowledge daemon start
     knowledge search "how are hooks installed"   # now answered by the daemon
     """
-    root = _root(ctx)
-    if _daemon(ctx, "GET", "/v1/status") is not None:
+    root = repository_root(ctx)
+    if daemon_call(ctx, "status") is not None:
         click.echo(f"daemon already running for {root}", err=True)
         return
     log = root / ".knowledge" / "logs" / "daemon.log"
@@ -59,7 +59,7 @@ def daemon_start_command(ctx: click.Context, idle_timeout: int, wait_seconds: in
         )
     deadline = time.monotonic() + wait_seconds
     while time.monotonic() < deadline:
-        if _daemon(ctx, "GET", "/v1/status") is not None:
+        if daemon_call(ctx, "status") is not None:
             click.echo(f"daemon ready for {root} (exits after {idle_timeout}s idle)", err=True)
             return
         time.sleep(0.2)
@@ -76,7 +76,7 @@ def daemon_run_command(ctx: click.Context, idle_timeout: int) -> None:
     from ..server.daemon import DaemonServer
     from ..server.daemon_client import socket_path
 
-    kb = _open(ctx)
+    kb = open_kb(ctx)
     try:
         if any(index.coverage().embedded for index in kb.indexes()):
             kb.model.embedder()  # warm before the first query
@@ -91,7 +91,7 @@ def daemon_run_command(ctx: click.Context, idle_timeout: int) -> None:
 @click.pass_context
 def daemon_stop_command(ctx: click.Context) -> None:
     """Stop the daemon of this repository, if one runs."""
-    answered = _daemon(ctx, "POST", "/v1/shutdown", {})
+    answered = daemon_call(ctx, "shutdown", {})
     click.echo("daemon stopped" if answered is not None else "no daemon running", err=True)
 
 
@@ -99,7 +99,7 @@ def daemon_stop_command(ctx: click.Context) -> None:
 @click.pass_context
 def daemon_status_command(ctx: click.Context) -> None:
     """Say whether a daemon answers for this repository (exit 1 if not)."""
-    if _daemon(ctx, "GET", "/v1/status") is None:
+    if daemon_call(ctx, "status") is None:
         click.echo("no daemon running")
         ctx.exit(1)
-    click.echo(f"daemon running for {_root(ctx)}")
+    click.echo(f"daemon running for {repository_root(ctx)}")

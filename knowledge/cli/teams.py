@@ -7,14 +7,14 @@ import click
 
 from ..config import load_settings
 from ..embedding import model_spec
-from . import _root, cli
+from .context import repository_root
 
 
 def _settings(ctx: click.Context):  # noqa: ANN202
-    return load_settings(_root(ctx), ctx.find_root().obj["overrides"])[0]
+    return load_settings(repository_root(ctx), ctx.find_root().obj["overrides"])[0]
 
 
-@cli.group("teams")
+@click.group("teams")
 def teams_group() -> None:
     """The shared PostgreSQL store: owner-run setup and grants, and trusting a repository's store setting."""
 
@@ -42,7 +42,7 @@ def teams_grant(ctx: click.Context, role: str, repository: str) -> None:
     """As the database owner: only members of ROLE (and of other granted roles) read this repository."""
     from ..teams import grant
 
-    name = grant(_settings(ctx), _root(ctx), role, repository)
+    name = grant(_settings(ctx), repository_root(ctx), role, repository)
     click.echo(f"{name}: granted to {role}")
 
 
@@ -54,7 +54,7 @@ def teams_revoke(ctx: click.Context, role: str, repository: str) -> None:
     """As the database owner: take this repository's grant away from ROLE."""
     from ..teams import revoke
 
-    name, removed = revoke(_settings(ctx), _root(ctx), role, repository)
+    name, removed = revoke(_settings(ctx), repository_root(ctx), role, repository)
     click.echo(f"{name}: {'revoked from' if removed else 'was not granted to'} {role}")
 
 
@@ -65,7 +65,7 @@ def teams_grants(ctx: click.Context, repository: str) -> None:
     """The roles this repository is granted to (none: every role with table rights reads it)."""
     from ..teams import grants
 
-    name, roles = grants(_settings(ctx), _root(ctx), repository)
+    name, roles = grants(_settings(ctx), repository_root(ctx), repository)
     click.echo(f"{name}: " + (", ".join(roles) if roles else "no grants (readable by every member role)"))
 
 
@@ -75,4 +75,4 @@ def teams_trust(ctx: click.Context) -> None:
     """Allow this clone's knowledge.toml to send its index to the store it names (kept in your user config)."""
     from ..teams import trust
 
-    click.echo(f"trusted: this clone indexes into {trust(_root(ctx))}")
+    click.echo(f"trusted: this clone indexes into {trust(repository_root(ctx))}")

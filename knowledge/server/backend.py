@@ -56,9 +56,11 @@ def _str(params: dict[str, Any], name: str, required: bool = True) -> str | None
 class LocalBackend:
     """Serves one KnowledgeBase; the embedder is loaded once and shared by all threads."""
 
-    def __init__(self, kb: KnowledgeBase) -> None:
+    def __init__(self, kb: KnowledgeBase, warm: bool = True) -> None:
+        """`warm`: a long-running process keeps in memory what makes later queries faster (not worth it for one)."""
         self.kb = kb
-        kb.keep_warm()
+        if warm:
+            kb.keep_warm()
         self._reindex_lock = threading.Lock()
 
     def search(self, params: dict[str, Any]) -> dict[str, Any]:

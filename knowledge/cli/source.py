@@ -1,0 +1,72 @@
+"""Commands that read the repository for an agent: `show` (exact current lines) and `docs-for` (the doc sections
+about a piece of code)."""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from pathlib import Path
+
+import click
+
+from ..records import SearchHit, SourceText
+from ..render import hits_to_text, source_to_text
+from .context import ask, emit, repository_root
+
+_SPEC = re.compile(r"^(?P<path>.+?)(?::(?P<start>\d+)(?:-(?P<end>\d+))?)?$")
+
+
+@click.command("show")
+@click.argument("spec", required=False)
+@click.option("--id", "chunk_id", help="Show the current lines of a search result's chunk id.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.option("--remote", metavar="URL", help="Ask a `knowledge serve` at URL (token from KNOWLEDGE_TOKEN).")
+@click.pass_context
+def show_command(ctx: click.Context, spec: str | None, chunk_id: str | None, as_json: bool, remote: str | None) -> None:
+    """Print exact current source with line numbers: PATH, PATH:START or PATH:START-END.
+
+    Paths outside the repository root are refused.
+
+    \b
+    knowledge show docs/hooks.md:10-24
+    knowledge show --id docs/hooks.md#install
+    """
+    if bool(spec) == bool(chunk_id):
+        raise click.UsageError("give PATH[:START[-END]] or --id CHUNK_ID")
+    params: dict[str, object] = {"id": chunk_id}
+    if spec:
+        match = _SPEC.match(spec)
+        assert match is not None
+        start = int(match["start"]) if match["start"] else None
+        end = int(match["end"]) if match["end"] else start
+        params = {"path": match["path"], "start": start, "end": end}
+    data = ask(ctx, "source", params, remote=remote)
+    if data.get("note") and not as_json:
+        click.echo(f"note: {data['note']}", err=True)
+    text = SourceText(data["path"], data["line_start"], data["line_end"], data["total_lines"], tuple(data["lines"]))
+    emit(data, as_json, lambda: source_to_text(text))
+
+
+@click.command("docs-for")
+@click.argument("target")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.option("--remote", metavar="URL", help="Ask a `knowledge serve` at URL (token from KNOWLEDGE_TOKEN).")
+@click.pass_context
+def docs_for_command(ctx: click.Context, target: str, as_json: bool, remote: str | None) -> None:
+    """Doc sections that refer to code: TARGET is PATH, PATH:LINE (the entity there) or a SYMBOL. Metadata only.
+
+    \b
+    knowledge docs-for knowledge/kb.py
+    knowledge docs-for knowledge/kb.py:120
+    knowledge docs-for KnowledgeBase.search
+    """
+    path, _, line = target.rpartition(":")
+    on_disk = Path(path if line.isdigit() and path else target)
+    if not remote and on_disk.exists():  # a path relative to here: the servers want it relative to the root
+        root = repository_root(ctx)
+        with contextlib.suppress(ValueError):
+            rel = on_disk.resolve().relative_to(root).as_posix()
+            target = f"{rel}:{line}" if line.isdigit() and path else rel
+    params = {"target": target}
+    data = ask(ctx, "docs_for", params, remote=remote)
+    emit(data, as_json, lambda: hits_to_text([SearchHit(**hit) for hit in data["results"]]))

@@ -1,0 +1,67 @@
+"""Which backend answers a frontend's call: a `knowledge serve` at a URL, this repository's warm daemon, or the index
+opened here. The one place that choice is made (launcher, CLI commands, MCP). Standard library only at import time,
+so the launcher's warm path stays cheap."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .backend import Backend
+
+# operation -> (method, route): the daemon and `knowledge serve` share the HTTP routes
+ROUTES = {
+    "search": ("POST", "/v1/search"),
+    "search_text": ("POST", "/v1/search-text"),
+    "source": ("POST", "/v1/source"),
+    "status": ("GET", "/v1/status"),
+    "docs_for": ("POST", "/v1/docs-for"),
+    "reindex": ("POST", "/v1/reindex"),
+    "shutdown": ("POST", "/v1/shutdown"),  # the daemon's own
+}
+
+
+def daemon_answer(
+    start: Path, operation: str, params: dict[str, Any] | None = None, timeout: float = 120.0
+) -> dict[str, Any] | None:
+    """The answer of the warm daemon of the work tree holding `start`; None when there is none (or it went away)."""
+    if os.environ.get("KNOWLEDGE_NO_DAEMON"):
+        return None
+    from .daemon_client import find_socket, request
+
+    folder = find_socket(start.resolve())  # no git process: a warm call is worth milliseconds
+    if folder is None:
+        return None
+    method, route = ROUTES[operation]
+    return request(folder, method, route, params if method == "POST" else None, timeout)
+
+
+def backend_for(remote: str | None, local: Callable[[], Backend]) -> Backend:
+    """The backend a long-running frontend (MCP) holds: the server at `remote`, else the index opened here."""
+    if remote:
+        from ..client import RemoteBackend
+
+        return RemoteBackend(remote)
+    return local()
+
+
+def answer(
+    operation: str,
+    params: dict[str, Any] | None,
+    *,
+    start: Path,
+    local: Callable[[], Backend],
+    remote: str | None = None,
+    daemon: bool = True,
+) -> dict[str, Any]:
+    """One call, answered by the first of: the server at `remote`, the warm daemon (when `daemon`), the local index."""
+    if not remote and daemon:
+        data = daemon_answer(start, operation, params)
+        if data is not None:
+            return data
+    backend = backend_for(remote, local)
+    method = getattr(backend, operation)
+    return method() if ROUTES[operation][0] == "GET" else method(params or {})
