@@ -118,7 +118,8 @@ def _comment_text(raw: str) -> str:
 
 
 def tree_sitter_file(text: str, language: str) -> tuple[list[int], list[tuple[str, str, int, int]]]:
-    from knowledge.chunking.code import _parser, language_of
+    from knowledge.chunking.languages import language_of
+    from knowledge.chunking.languages import parser as _parser
 
     spec = language_of({"go": "a.go", "java": "A.java", "rust": "a.rs", "javascript": "a.js"}[language])
     src = text.encode()

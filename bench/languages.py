@@ -19,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from knowledge.chunking.code import language_of
+from knowledge.chunking.languages import language_of
 from knowledge.kb import KnowledgeBase
 from knowledge.store.local import LocalStore
 

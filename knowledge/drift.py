@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import git
-from .chunking.code import Definition, outline
+from .chunking.outline import Definition, outline
 from .records import Chunk, DriftItem
 from .references import distinctive, split
 

@@ -5,7 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from knowledge.chunking.code import LANGUAGES, chunk_code
+from knowledge.chunking.code import chunk_code
+from knowledge.chunking.languages import LANGUAGES
 from knowledge.records import SourceFile
 
 FIXTURES = Path(__file__).parent / "fixtures" / "languages"
