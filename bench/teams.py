@@ -32,7 +32,8 @@ from beir import run_model_mode
 from beir_data import SHARED, load
 from metrics import evaluate
 
-from knowledge.store.postgres import IndexTarget, PostgresStore, connect
+from knowledge.store.pg_schema import IndexTarget, connect
+from knowledge.store.postgres import PostgresStore
 from tests.pgserver import start_postgres
 
 SECTIONS = 6
@@ -139,7 +140,7 @@ def indexer(url: str, clone: Path, i: int, home: str, until: float, results: mul
 
 def searcher(url: str, clones: list[Path], seed: int, until: float, results: multiprocessing.Queue) -> None:
     from knowledge.store.engines import repository_identity
-    from knowledge.store.postgres import live_index_id
+    from knowledge.store.pg_schema import live_index_id
 
     rng = random.Random(seed)
     conn = connect(url)  # one connection per searcher, as one server process would hold

@@ -13,7 +13,7 @@ from knowledge.cli import cli
 from knowledge.config import load_settings
 from knowledge.errors import ConfigError
 from knowledge.kb import KnowledgeBase
-from knowledge.store.postgres import StoreUnavailableError, connect
+from knowledge.store.pg_schema import StoreUnavailableError, connect
 
 from .conftest import HashingEmbedder, commit, git
 
@@ -259,13 +259,13 @@ def test_the_schema_is_versioned_and_migrates(origin, tmp_path, monkeypatch, pos
 
 def test_the_hnsw_path_answers_as_the_exact_scan(origin, tmp_path, monkeypatch, postgres_url):
     """Small indexes are scanned exactly; large ones walk the HNSW graph: on a small index both must agree."""
-    import knowledge.store.postgres
+    import knowledge.store.pg_queries
 
     kb = member_kb(origin, tmp_path / "home", monkeypatch, postgres_url, HashingEmbedder())
     kb.reindex_all()
     store = kb.index("docs").store
     query = HashingEmbedder().embed_query("token budget hooks")
     exact = [(hit.key, round(hit.score, 5)) for hit in store.dense_search(query, 3)]
-    monkeypatch.setattr(knowledge.store.postgres, "EXACT_SCAN_MAX", 0)
+    monkeypatch.setattr(knowledge.store.pg_queries, "EXACT_SCAN_MAX", 0)
     assert [(hit.key, round(hit.score, 5)) for hit in store.dense_search(query, 3)] == exact
     assert len(exact) == 3

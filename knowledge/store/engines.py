@@ -15,7 +15,7 @@ from .local import LocalStore
 from .local import remove_leftovers as remove_local_leftovers
 
 if TYPE_CHECKING:
-    from .postgres import IndexTarget
+    from .pg_schema import IndexTarget
 
 DETACHED = "(detached)"
 
@@ -129,7 +129,7 @@ class PostgresEngine:
         self._lock = threading.Lock()
 
     def _target(self, kind: str) -> IndexTarget:
-        from .postgres import IndexTarget
+        from .pg_schema import IndexTarget
 
         return IndexTarget(self.url, self.repository, self.branch, kind)
 
@@ -138,7 +138,7 @@ class PostgresEngine:
         return self._branch()
 
     def _shared(self) -> Any:  # noqa: ANN401 - a psycopg connection
-        from .postgres import connect
+        from .pg_schema import connect
 
         if self._conn is None or self._conn.closed:
             self._conn = connect(self.url)
@@ -148,36 +148,38 @@ class PostgresEngine:
         return self.exists(kind)
 
     def exists(self, kind: str) -> bool:
-        from .postgres import live_index_id
+        from .pg_schema import live_index_id
 
         with self._lock:
             return live_index_id(self._shared(), self._target(kind)) is not None
 
     def open(self, kind: str) -> ChunkStore:
-        from .postgres import PostgresStore, connect
+        from .pg_schema import connect
+        from .postgres import PostgresStore
 
         return PostgresStore.open(self._target(kind), connect(self.url))
 
     def create(self, kind: str, manifest: Manifest) -> BuildingStore:
-        from .postgres import PostgresStore, connect
+        from .pg_schema import connect
+        from .postgres import PostgresStore
 
         return PostgresStore.create(self._target(kind), connect(self.url), manifest)
 
     def generation(self, kind: str) -> object:
-        from .postgres import live_index_id
+        from .pg_schema import live_index_id
 
         target = self._target(kind)
         with self._lock:
             return (target.branch, live_index_id(self._shared(), target))
 
     def remove_leftovers(self) -> None:
-        from .postgres import remove_abandoned
+        from .pg_schema import remove_abandoned
 
         with self._lock:
             remove_abandoned(self._shared())
 
     def describe(self) -> str:
-        from .postgres import redacted
+        from .pg_schema import redacted
 
         return f"{redacted(self.url)} (repository {self.repository[:12]}, branch {self.branch})"
 

@@ -7,22 +7,21 @@ keyed by (index fingerprint, content hash) that every clone and branch shares: a
 embedded again. The lexical index is a tsvector of the same terms the local engine indexes (Porter-stemmed, like
 SQLite's FTS5 `porter` tokenizer), ranked with the same BM25 formula.
 
+The schema, roles and index rows are in `pg_schema`, the stemming in `pg_lexemes`, the ranking SQL in `pg_queries`.
 psycopg 3 and pgvector are the optional `postgres` extra; they are imported only when this engine is used.
 """
 
 from __future__ import annotations
 
 import json
-import math
 import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit, urlunsplit
 
-from ..errors import IndexIncompatibleError, IndexNotFoundError, KnowledgeError
+from ..errors import IndexIncompatibleError, IndexNotFoundError
 from ..records import Chunk, FileProblem
 from . import (
     FORMAT_VERSION,
@@ -37,334 +36,17 @@ from . import (
     chunk_from_dict,
     chunk_to_json,
 )
+from .pg_lexemes import stems, symbol_key, tsvector_text
+from .pg_queries import bm25, nearest
+from .pg_schema import BUILDING_LOCK, IndexTarget, ensure_vector_index
 
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-SCHEMA_VERSION = 3
-_MIGRATION_LOCK = 0x4B4E4F57  # advisory lock key held while the schema is created or migrated
-_BUILDING_LOCK = 7411  # (this, index id): held by the process building a not-yet-live index
-BM25_K1, BM25_B = 1.2, 0.75  # FTS5's bm25() defaults, so both engines rank alike
-RARE_SHARE, PRUNE_FROM_CHUNKS = 0.05, 20_000  # see lexical_search
-EXACT_SCAN_MAX = 20_000  # an index with at most this many vectors is searched exactly (see dense_search)
-MAX_POSITION = 16383  # tsvector positions stop here
-
-_ACCESS_POLICY = """
-    NOT EXISTS (SELECT 1 FROM knowledge_grants g WHERE g.repository = {table}.repository)
-    OR EXISTS (SELECT 1 FROM knowledge_grants g WHERE g.repository = {table}.repository
-               AND pg_has_role(current_user, g.grantee, 'MEMBER'))
-"""
-_SCHEMA_V1 = """
-CREATE TABLE knowledge_indexes (
-    id bigserial PRIMARY KEY,
-    repository text NOT NULL, branch text NOT NULL, kind text NOT NULL,
-    live boolean NOT NULL DEFAULT false,
-    manifest jsonb NOT NULL,
-    commit text, chunks_version text NOT NULL DEFAULT '', progress jsonb,
-    doc_count bigint NOT NULL DEFAULT 0, total_len bigint NOT NULL DEFAULT 0,
-    updated_at timestamptz NOT NULL DEFAULT now());
-CREATE UNIQUE INDEX knowledge_indexes_live ON knowledge_indexes (repository, branch, kind) WHERE live;
-CREATE TABLE knowledge_chunks (
-    key bigserial PRIMARY KEY,
-    index_id bigint NOT NULL REFERENCES knowledge_indexes (id) ON DELETE CASCADE,
-    repository text NOT NULL,
-    chunk_id text NOT NULL, path text NOT NULL, content_hash text NOT NULL, data jsonb NOT NULL,
-    embed_text text, chars integer NOT NULL DEFAULT 0, symbol text,
-    lexical text NOT NULL, lex tsvector NOT NULL, lex_len integer NOT NULL,
-    dims integer, embedding vector);
-CREATE INDEX knowledge_chunks_path ON knowledge_chunks (index_id, path);
-CREATE INDEX knowledge_chunks_id ON knowledge_chunks (index_id, chunk_id);
-CREATE INDEX knowledge_chunks_symbol ON knowledge_chunks (index_id, symbol) WHERE symbol IS NOT NULL;
-CREATE INDEX knowledge_chunks_pending ON knowledge_chunks (index_id, key) WHERE embedding IS NULL;
-CREATE INDEX knowledge_chunks_lex ON knowledge_chunks USING gin (lex);
-CREATE TABLE knowledge_files (
-    index_id bigint NOT NULL REFERENCES knowledge_indexes (id) ON DELETE CASCADE,
-    repository text NOT NULL, path text NOT NULL, hash text NOT NULL, mtime_ns bigint, size bigint,
-    PRIMARY KEY (index_id, path));
-CREATE TABLE knowledge_problems (
-    index_id bigint NOT NULL REFERENCES knowledge_indexes (id) ON DELETE CASCADE,
-    repository text NOT NULL, path text NOT NULL, problem text NOT NULL);
-CREATE INDEX knowledge_problems_path ON knowledge_problems (index_id, path);
-CREATE TABLE knowledge_vectors (
-    fingerprint text NOT NULL, content_hash text NOT NULL, embedding vector NOT NULL,
-    PRIMARY KEY (fingerprint, content_hash));
-CREATE TABLE knowledge_grants (repository text NOT NULL, grantee name NOT NULL, PRIMARY KEY (repository, grantee));
-"""
-# Version 2: document frequencies per index and lexeme, and each index's count of embedded chunks, kept by every
-# write, so neither BM25 nor coverage counts rows at query time.
-_SCHEMA_V2 = """
-ALTER TABLE knowledge_indexes ADD COLUMN embedded_count bigint NOT NULL DEFAULT 0;
-UPDATE knowledge_indexes i
-    SET embedded_count = (SELECT count(embedding) FROM knowledge_chunks c WHERE c.index_id = i.id);
-CREATE TABLE knowledge_terms (
-    index_id bigint NOT NULL REFERENCES knowledge_indexes (id) ON DELETE CASCADE,
-    repository text NOT NULL, lexeme text NOT NULL, df integer NOT NULL,
-    PRIMARY KEY (index_id, lexeme));
-INSERT INTO knowledge_terms (index_id, repository, lexeme, df)
-    SELECT c.index_id, min(c.repository), u.lexeme, count(*)
-    FROM knowledge_chunks c, unnest(tsvector_to_array(c.lex)) AS u(lexeme) GROUP BY c.index_id, u.lexeme;
-"""
-# Version 3: the vector cache belongs to a repository (row-level security like the chunks), so a team role can
-# neither read nor poison another team's cache; the HNSW indexes of the known models' sizes are made here, by the
-# owner, once, rather than by every writer (PostgreSQL lets only a table's owner create its indexes).
-_SCHEMA_V3 = """
-CREATE TABLE knowledge_vectors_v3 (
-    repository text NOT NULL, fingerprint text NOT NULL, content_hash text NOT NULL, embedding vector NOT NULL,
-    PRIMARY KEY (repository, fingerprint, content_hash));
-INSERT INTO knowledge_vectors_v3 (repository, fingerprint, content_hash, embedding)
-    SELECT DISTINCT ON (c.repository, i.manifest->>'fingerprint', c.content_hash)
-           c.repository, i.manifest->>'fingerprint', c.content_hash, c.embedding
-    FROM knowledge_chunks c JOIN knowledge_indexes i ON i.id = c.index_id WHERE c.embedding IS NOT NULL;
-DROP TABLE knowledge_vectors;
-ALTER TABLE knowledge_vectors_v3 RENAME TO knowledge_vectors;
-ALTER INDEX knowledge_vectors_v3_pkey RENAME TO knowledge_vectors_pkey;
-"""
-KNOWN_DIMS = (384, 768)  # all-MiniLM-L6-v2, all-mpnet-base-v2
-_PROTECTED_TABLES = ("knowledge_indexes", "knowledge_chunks", "knowledge_files", "knowledge_problems")
-# What a team role may do (docs/teams.md, Access): its own repositories' rows (row-level security), never the grants,
-# the schema version or another repository's vector cache.
-MEMBER_TABLES = (*_PROTECTED_TABLES, "knowledge_terms", "knowledge_vectors")
-READ_ONLY_TABLES = ("knowledge_grants", "knowledge_schema")
-
-
-class StoreUnavailableError(KnowledgeError):
-    """The configured database cannot be reached or used."""
-
-
-def redacted(url: str) -> str:
-    """The URL without its password, for messages."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    host = parts.hostname or ""
-    if parts.port:
-        host = f"{host}:{parts.port}"
-    user = f"{parts.username}@" if parts.username else ""
-    return urlunsplit((parts.scheme, f"{user}{host}", parts.path, parts.query, parts.fragment))
-
-
-def is_postgres_url(value: str) -> bool:
-    return value.startswith(("postgresql://", "postgres://"))
-
-
-def connect(url: str) -> Any:  # noqa: ANN401 - a psycopg.Connection (optional dependency)
-    """An autocommit connection with pgvector's types registered and the schema at SCHEMA_VERSION."""
-    try:
-        import psycopg
-        from pgvector.psycopg import register_vector
-    except ImportError as exc:
-        raise StoreUnavailableError(
-            f"store = {redacted(url)}: the PostgreSQL engine needs its extra: pip install 'repo-knowledge[postgres]'"
-        ) from exc
-    try:
-        conn = psycopg.connect(url, autocommit=True, connect_timeout=10)
-    except psycopg.Error as exc:
-        said = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
-        raise StoreUnavailableError(
-            f"{redacted(url)}: cannot connect ({said}); the local index is unaffected "
-            "(unset `store` / KNOWLEDGE_STORE to use it)"
-        ) from exc
-    try:
-        migrate(conn)
-        register_vector(conn)
-    except psycopg.errors.InsufficientPrivilege as exc:
-        conn.close()
-        raise StoreUnavailableError(
-            f"{redacted(url)}: the knowledge schema is missing or older than this knowledge ({SCHEMA_VERSION}) and "
-            "this role may not change it: the database owner runs `knowledge teams setup` once"
-        ) from exc
-    except psycopg.Error as exc:
-        conn.close()
-        raise StoreUnavailableError(f"{redacted(url)}: cannot prepare the knowledge schema ({exc})") from exc
-    return conn
-
-
-def migrate(conn: Any) -> int:  # noqa: ANN401
-    """Create or upgrade the schema (one transaction, under an advisory lock); returns the version now."""
-    with conn.transaction():
-        conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
-        exists = conn.execute("SELECT to_regclass('knowledge_schema') IS NOT NULL").fetchone()[0]
-        version = conn.execute("SELECT max(version) FROM knowledge_schema").fetchone()[0] if exists else 0
-        if version and version > SCHEMA_VERSION:
-            raise StoreUnavailableError(
-                f"the database holds knowledge schema {version}; this knowledge knows {SCHEMA_VERSION}: upgrade it"
-            )
-        if version == SCHEMA_VERSION:
-            return version
-        conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
-        conn.execute("CREATE TABLE IF NOT EXISTS knowledge_schema (version integer NOT NULL)")
-        if version < 1:
-            conn.execute(_SCHEMA_V1)
-            for table in _PROTECTED_TABLES:
-                _protect(conn, table)
-        if version < 2:
-            conn.execute(_SCHEMA_V2)
-            _protect(conn, "knowledge_terms")
-        if version < 3:
-            conn.execute(_SCHEMA_V3)
-            _protect(conn, "knowledge_vectors")
-            for dims in KNOWN_DIMS:
-                conn.execute(_hnsw_sql(dims))
-        conn.execute("INSERT INTO knowledge_schema (version) VALUES (%s)", (SCHEMA_VERSION,))
-    return SCHEMA_VERSION
-
-
-def _protect(conn: Any, table: str) -> None:  # noqa: ANN401
-    conn.execute(f"ALTER TABLE {table} ENABLE ROW LEVEL SECURITY")
-    conn.execute(f"CREATE POLICY knowledge_by_repository ON {table} USING ({_ACCESS_POLICY.format(table=table)})")
-
-
-def grant(conn: Any, repository: str, role: str) -> None:  # noqa: ANN401
-    """Limit `repository` to members of `role` (a repository without grants is readable by every role). Owner only."""
-    conn.execute(
-        "INSERT INTO knowledge_grants (repository, grantee) VALUES (%s, %s) ON CONFLICT DO NOTHING", (repository, role)
-    )
-
-
-def revoke(conn: Any, repository: str, role: str) -> int:  # noqa: ANN401
-    """Take `repository` away from `role`; returns how many grants were removed. Owner only."""
-    return int(
-        conn.execute("DELETE FROM knowledge_grants WHERE repository = %s AND grantee = %s", (repository, role)).rowcount
-    )
-
-
-def grants(conn: Any, repository: str) -> list[str]:  # noqa: ANN401
-    rows = conn.execute("SELECT grantee FROM knowledge_grants WHERE repository = %s ORDER BY 1", (repository,))
-    return [str(r[0]) for r in rows.fetchall()]
-
-
-def allow_member_role(conn: Any, role: str) -> None:  # noqa: ANN401
-    """Give `role` (and so every role that is a member of it) what a team member needs, and nothing more."""
-    from psycopg import sql
-
-    name = sql.Identifier(role)
-    with conn.transaction():
-        for table in MEMBER_TABLES:
-            conn.execute(
-                sql.SQL("GRANT SELECT, INSERT, UPDATE, DELETE ON {} TO {}").format(sql.Identifier(table), name)
-            )
-        for table in READ_ONLY_TABLES:
-            conn.execute(sql.SQL("REVOKE ALL ON {} FROM {}").format(sql.Identifier(table), name))
-            conn.execute(sql.SQL("GRANT SELECT ON {} TO {}").format(sql.Identifier(table), name))
-        conn.execute(
-            sql.SQL("GRANT USAGE ON SEQUENCE knowledge_indexes_id_seq, knowledge_chunks_key_seq TO {}").format(name)
-        )
-
-
-@dataclass(frozen=True, slots=True)
-class IndexTarget:
-    """Which index of the shared database: the repository's identity, the branch and the kind."""
-
-    url: str
-    repository: str
-    branch: str
-    kind: str
-
-    def describe(self) -> str:
-        return f"{redacted(self.url)} ({self.repository[:12]} @ {self.branch}, {self.kind})"
-
-
-_stemmer_lock = threading.Lock()
-
-
-@contextmanager
-def _porter() -> Iterator[Any]:
-    import snowballstemmer
-
-    with _stemmer_lock:
-        if not hasattr(_porter, "stemmer"):
-            _porter.stemmer = snowballstemmer.stemmer("porter")  # type: ignore[attr-defined]
-        yield _porter.stemmer  # type: ignore[attr-defined]
-
-
-def _lexeme(word: str) -> str:
-    return "'" + word.replace("\\", "\\\\").replace("'", "''") + "'"
-
-
-def tsvector_text(terms: Sequence[str]) -> tuple[str, int]:
-    """A tsvector literal of the stemmed terms with their positions, and how many terms there were."""
-    if not terms:
-        return "", 0
-    stems = _stem_all(terms)
-    positions: dict[str, list[int]] = {}
-    for offset, stem in enumerate(stems):
-        if not stem:
-            continue
-        places = positions.setdefault(stem, [])
-        if len(places) < 256:
-            places.append(min(offset + 1, MAX_POSITION))
-    literal = " ".join(f"{_lexeme(stem)}:{','.join(map(str, sorted(set(p))))}" for stem, p in positions.items())
-    return literal, len(stems)
-
-
-def _stem_all(terms: Sequence[str]) -> list[str]:
-    """Porter stems as SQLite FTS5's `porter` tokenizer makes them: tokens under 3 or over 64 characters pass as is."""
-    with _porter() as porter:
-        return [porter.stemWord(t) if 3 <= len(t) <= 64 else t for t in terms]
-
-
-def _stems(terms: Sequence[str]) -> list[str]:
-    return [stem for stem in dict.fromkeys(_stem_all(terms)) if stem]
-
-
-def symbol_key(chunk: Chunk) -> str | None:
-    """The name a chunk defines as the ranking rules compare names: lower case, no underscores."""
-    return chunk.symbol.replace("_", "").lower() or None
-
-
-def _hnsw_sql(dims: int) -> str:
-    return (
-        f"CREATE INDEX IF NOT EXISTS knowledge_chunks_hnsw_{int(dims)} ON knowledge_chunks "
-        f"USING hnsw ((embedding::vector({int(dims)})) vector_cosine_ops) WHERE dims = {int(dims)}"
-    )
-
-
-def ensure_vector_index(conn: Any, dims: int) -> None:  # noqa: ANN401
-    """The HNSW index (cosine) over the vectors of `dims` dimensions; PostgreSQL keeps it current from then on.
-
-    Only the tables' owner may create it: the known sizes are made by the migration; another size is made here when
-    this role owns the table, and otherwise refused in one line that says who must run what."""
-    name = f"knowledge_chunks_hnsw_{int(dims)}"
-    if conn.execute("SELECT to_regclass(%s) IS NOT NULL", (name,)).fetchone()[0]:
-        return
-    owner = conn.execute(
-        "SELECT pg_has_role(current_user, tableowner, 'USAGE') FROM pg_tables WHERE tablename = 'knowledge_chunks'"
-    ).fetchone()
-    if not (owner and owner[0]):
-        raise StoreUnavailableError(
-            f"the shared store has no vector index for {int(dims)}-dimension models and this role may not create "
-            f"one: the database owner runs `knowledge teams setup` once with this model configured"
-        )
-    with conn.transaction():
-        conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
-        conn.execute(_hnsw_sql(dims))
-
 
 def _array(vector: Any) -> Any:  # noqa: ANN401 - pgvector returns a Vector or a numpy array by protocol
     return vector.to_numpy() if hasattr(vector, "to_numpy") else vector
-
-
-def live_index_id(conn: Any, target: IndexTarget) -> int | None:  # noqa: ANN401
-    row = conn.execute(
-        "SELECT id FROM knowledge_indexes WHERE repository = %s AND branch = %s AND kind = %s AND live",
-        (target.repository, target.branch, target.kind),
-    ).fetchone()
-    return int(row[0]) if row else None
-
-
-def remove_abandoned(conn: Any) -> int:  # noqa: ANN401
-    """Delete indexes whose builder died before publishing (its advisory lock is gone); returns how many."""
-    removed = 0
-    for (index_id,) in conn.execute("SELECT id FROM knowledge_indexes WHERE NOT live").fetchall():
-        if conn.execute("SELECT pg_try_advisory_lock(%s, %s)", (_BUILDING_LOCK, int(index_id))).fetchone()[0]:
-            try:
-                removed += conn.execute(
-                    "DELETE FROM knowledge_indexes WHERE id = %s AND NOT live", (index_id,)
-                ).rowcount
-            finally:
-                conn.execute("SELECT pg_advisory_unlock(%s, %s)", (_BUILDING_LOCK, int(index_id)))
-    return removed
 
 
 class PostgresStore:
@@ -404,7 +86,7 @@ class PostgresStore:
             "INSERT INTO knowledge_indexes (repository, branch, kind, manifest) VALUES (%s, %s, %s, %s) RETURNING id",
             (target.repository, target.branch, target.kind, json.dumps(asdict(manifest))),
         ).fetchone()[0]
-        conn.execute("SELECT pg_advisory_lock(%s, %s)", (_BUILDING_LOCK, int(index_id)))
+        conn.execute("SELECT pg_advisory_lock(%s, %s)", (BUILDING_LOCK, int(index_id)))
         store = cls(target, conn, int(index_id), manifest)
         store._building = True
         return store
@@ -423,7 +105,7 @@ class PostgresStore:
                 (t.repository, t.branch, t.kind),
             )
             self._conn.execute("UPDATE knowledge_indexes SET live = true WHERE id = %s", (self.index_id,))
-        self._conn.execute("SELECT pg_advisory_unlock(%s, %s)", (_BUILDING_LOCK, self.index_id))
+        self._conn.execute("SELECT pg_advisory_unlock(%s, %s)", (BUILDING_LOCK, self.index_id))
         self._building = False
 
     def close(self) -> None:
@@ -494,88 +176,15 @@ class PostgresStore:
         return row[0] if row else ""
 
     def dense_search(self, vector: npt.NDArray[np.float32], k: int) -> list[ScoredKey]:
-        import numpy as np
-
-        dims = int(self.manifest.dims)
-        query = np.asarray(vector, dtype=np.float32)
         with self._lock, self._conn.transaction():
-            embedded = self._conn.execute(
-                "SELECT embedded_count FROM knowledge_indexes WHERE id = %s", (self.index_id,)
-            ).fetchone()
-            if not embedded or not embedded[0]:
-                return []
-            if embedded[0] <= EXACT_SCAN_MAX:
-                # A small index in a shared database: an exact scan of its own rows beats walking a graph that holds
-                # every index's vectors and filtering (the cast-free expression keeps the planner off the HNSW index).
-                sql = (
-                    "SELECT key, embedding <=> %s::vector AS distance FROM knowledge_chunks "
-                    "WHERE index_id = %s AND embedding IS NOT NULL ORDER BY distance LIMIT %s"
-                )
-                rows = self._conn.execute(sql, (query, self.index_id, k)).fetchall()
-            else:
-                # filtered HNSW scans keep going until `k` rows of this index are found (pgvector 0.8)
-                self._conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
-                self._conn.execute(f"SET LOCAL hnsw.ef_search = {max(40, min(1000, 2 * k))}")
-                rows = self._conn.execute(
-                    f"SELECT key, embedding::vector({dims}) <=> %s::vector({dims}) AS distance FROM knowledge_chunks "
-                    f"WHERE index_id = %s AND dims = {dims} ORDER BY embedding::vector({dims}) <=> %s::vector({dims}) "
-                    "LIMIT %s",
-                    (query, self.index_id, query, k),
-                ).fetchall()
-        scored = [(int(key), 1.0 - float(distance)) for key, distance in rows]
-        best = sorted(scored, key=lambda item: (-round(item[1], 6), item[0]))[:k]
-        return [ScoredKey(key, score) for key, score in best]
+            return nearest(self._conn, self.index_id, int(self.manifest.dims), vector, k)
 
     def keep_warm(self, wait: bool = False) -> None:
         """Nothing to keep: the database holds its own caches."""
 
     def lexical_search(self, terms: Sequence[str], k: int) -> list[ScoredKey]:
-        stems = _stems(terms)
-        if not stems:
-            return []
         with self._lock:
-            n, total = self._conn.execute(
-                "SELECT doc_count, total_len FROM knowledge_indexes WHERE id = %s", (self.index_id,)
-            ).fetchone()
-            frequencies = dict(
-                self._conn.execute(
-                    "SELECT lexeme, df FROM knowledge_terms WHERE index_id = %s AND lexeme = ANY(%s) AND df > 0",
-                    (self.index_id, stems),
-                ).fetchall()
-            )
-            if not frequencies:
-                return []
-            idf = {lexeme: max(math.log((n - df + 0.5) / (df + 0.5)), 1e-6) for lexeme, df in frequencies.items()}
-            # In a large index, the chunks holding a rare term are the candidates: a chunk that holds only terms
-            # found in 5%+ of all chunks scores too little to matter, and skipping them is what keeps this fast.
-            by_rarity = sorted(frequencies, key=lambda lexeme: frequencies[lexeme])
-            rare = [lexeme for lexeme in by_rarity if frequencies[lexeme] <= RARE_SHARE * n]
-            # a query of common words only: its two rarest words pick the candidates
-            chosen = (rare or by_rarity[:2]) if n >= PRUNE_FROM_CHUNKS else by_rarity
-            rows = self._conn.execute(
-                """
-                SELECT c.key, sum(w.idf * (t.tf * (%(k1)s + 1))
-                                  / (t.tf + %(k1)s * (1 - %(b)s + %(b)s * c.lex_len / %(avgdl)s))) AS score
-                FROM knowledge_chunks c
-                CROSS JOIN LATERAL unnest(ts_filter(setweight(c.lex, 'A', %(lexemes)s::text[]), '{a}'))
-                    AS u(lexeme, positions, weights)
-                CROSS JOIN LATERAL (SELECT coalesce(array_length(u.positions, 1), 1)::float8 AS tf) t
-                JOIN unnest(%(lexemes)s::text[], %(idf)s::float8[]) AS w(lexeme, idf) ON w.lexeme = u.lexeme
-                WHERE c.index_id = %(index)s AND c.lex @@ %(query)s::tsquery
-                GROUP BY c.key ORDER BY score DESC, c.key LIMIT %(limit)s
-                """,
-                {
-                    "index": self.index_id,
-                    "lexemes": list(idf),
-                    "idf": list(idf.values()),
-                    "query": " | ".join(_lexeme(lexeme) for lexeme in chosen),
-                    "avgdl": max(total / max(n, 1), 1.0),
-                    "k1": BM25_K1,
-                    "b": BM25_B,
-                    "limit": k,
-                },
-            ).fetchall()
-        return [ScoredKey(int(key), float(score)) for key, score in rows]
+            return bm25(self._conn, self.index_id, stems(terms), k)
 
     def lexical_terms(self, keys: Sequence[int]) -> dict[int, str]:
         unique = list(dict.fromkeys(int(k) for k in keys))

@@ -1,0 +1,96 @@
+"""The shared store's ranking queries: nearest vectors (an exact scan for a small index, a filtered HNSW scan for a
+large one) and BM25 over the stemmed tsvectors, scored with the same formula as the local engine's FTS5."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from . import ScoredKey
+from .pg_lexemes import lexeme_literal
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+BM25_K1, BM25_B = 1.2, 0.75  # FTS5's bm25() defaults, so both engines rank alike
+RARE_SHARE, PRUNE_FROM_CHUNKS = 0.05, 20_000  # see bm25
+EXACT_SCAN_MAX = 20_000  # an index with at most this many vectors is searched exactly (see nearest)
+
+
+def nearest(conn: Any, index_id: int, dims: int, vector: npt.NDArray[np.float32], k: int) -> list[ScoredKey]:  # noqa: ANN401
+    """The `k` chunks of the index closest to `vector` (cosine), inside the caller's transaction."""
+    import numpy as np
+
+    query = np.asarray(vector, dtype=np.float32)
+    embedded = conn.execute("SELECT embedded_count FROM knowledge_indexes WHERE id = %s", (index_id,)).fetchone()
+    if not embedded or not embedded[0]:
+        return []
+    if embedded[0] <= EXACT_SCAN_MAX:
+        # A small index in a shared database: an exact scan of its own rows beats walking a graph that holds
+        # every index's vectors and filtering (the cast-free expression keeps the planner off the HNSW index).
+        sql = (
+            "SELECT key, embedding <=> %s::vector AS distance FROM knowledge_chunks "
+            "WHERE index_id = %s AND embedding IS NOT NULL ORDER BY distance LIMIT %s"
+        )
+        rows = conn.execute(sql, (query, index_id, k)).fetchall()
+    else:
+        # filtered HNSW scans keep going until `k` rows of this index are found (pgvector 0.8)
+        conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+        conn.execute(f"SET LOCAL hnsw.ef_search = {max(40, min(1000, 2 * k))}")
+        rows = conn.execute(
+            f"SELECT key, embedding::vector({dims}) <=> %s::vector({dims}) AS distance FROM knowledge_chunks "
+            f"WHERE index_id = %s AND dims = {dims} ORDER BY embedding::vector({dims}) <=> %s::vector({dims}) "
+            "LIMIT %s",
+            (query, index_id, query, k),
+        ).fetchall()
+    scored = [(int(key), 1.0 - float(distance)) for key, distance in rows]
+    best = sorted(scored, key=lambda item: (-round(item[1], 6), item[0]))[:k]
+    return [ScoredKey(key, score) for key, score in best]
+
+
+def bm25(conn: Any, index_id: int, stems: Sequence[str], k: int) -> list[ScoredKey]:  # noqa: ANN401
+    """The `k` chunks of the index with the highest BM25 score for the stemmed query terms."""
+    if not stems:
+        return []
+    n, total = conn.execute("SELECT doc_count, total_len FROM knowledge_indexes WHERE id = %s", (index_id,)).fetchone()
+    frequencies = dict(
+        conn.execute(
+            "SELECT lexeme, df FROM knowledge_terms WHERE index_id = %s AND lexeme = ANY(%s) AND df > 0",
+            (index_id, stems),
+        ).fetchall()
+    )
+    if not frequencies:
+        return []
+    idf = {lexeme: max(math.log((n - df + 0.5) / (df + 0.5)), 1e-6) for lexeme, df in frequencies.items()}
+    # In a large index, the chunks holding a rare term are the candidates: a chunk that holds only terms
+    # found in 5%+ of all chunks scores too little to matter, and skipping them is what keeps this fast.
+    by_rarity = sorted(frequencies, key=lambda lexeme: frequencies[lexeme])
+    rare = [lexeme for lexeme in by_rarity if frequencies[lexeme] <= RARE_SHARE * n]
+    # a query of common words only: its two rarest words pick the candidates
+    chosen = (rare or by_rarity[:2]) if n >= PRUNE_FROM_CHUNKS else by_rarity
+    rows = conn.execute(
+        """
+        SELECT c.key, sum(w.idf * (t.tf * (%(k1)s + 1))
+                          / (t.tf + %(k1)s * (1 - %(b)s + %(b)s * c.lex_len / %(avgdl)s))) AS score
+        FROM knowledge_chunks c
+        CROSS JOIN LATERAL unnest(ts_filter(setweight(c.lex, 'A', %(lexemes)s::text[]), '{a}'))
+            AS u(lexeme, positions, weights)
+        CROSS JOIN LATERAL (SELECT coalesce(array_length(u.positions, 1), 1)::float8 AS tf) t
+        JOIN unnest(%(lexemes)s::text[], %(idf)s::float8[]) AS w(lexeme, idf) ON w.lexeme = u.lexeme
+        WHERE c.index_id = %(index)s AND c.lex @@ %(query)s::tsquery
+        GROUP BY c.key ORDER BY score DESC, c.key LIMIT %(limit)s
+        """,
+        {
+            "index": index_id,
+            "lexemes": list(idf),
+            "idf": list(idf.values()),
+            "query": " | ".join(lexeme_literal(lexeme) for lexeme in chosen),
+            "avgdl": max(total / max(n, 1), 1.0),
+            "k1": BM25_K1,
+            "b": BM25_B,
+            "limit": k,
+        },
+    ).fetchall()
+    return [ScoredKey(int(key), float(score)) for key, score in rows]

@@ -1,0 +1,280 @@
+"""The shared store's schema and rights: connecting, creating and migrating the tables (row-level security per
+repository), the HNSW indexes per model size, and what the owner grants a team role. Only the owner changes any of it
+(`knowledge teams setup`); members connect and find it ready. Also the index rows outside any one store: which index
+is live for a target, and builds abandoned by a dead process."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from ..errors import KnowledgeError
+
+SCHEMA_VERSION = 3
+BUILDING_LOCK = 7411  # (this, index id): held by the process building a not-yet-live index
+_MIGRATION_LOCK = 0x4B4E4F57  # advisory lock key held while the schema is created or migrated
+
+_ACCESS_POLICY = """
+    NOT EXISTS (SELECT 1 FROM knowledge_grants g WHERE g.repository = {table}.repository)
+    OR EXISTS (SELECT 1 FROM knowledge_grants g WHERE g.repository = {table}.repository
+               AND pg_has_role(current_user, g.grantee, 'MEMBER'))
+"""
+_SCHEMA_V1 = """
+CREATE TABLE knowledge_indexes (
+    id bigserial PRIMARY KEY,
+    repository text NOT NULL, branch text NOT NULL, kind text NOT NULL,
+    live boolean NOT NULL DEFAULT false,
+    manifest jsonb NOT NULL,
+    commit text, chunks_version text NOT NULL DEFAULT '', progress jsonb,
+    doc_count bigint NOT NULL DEFAULT 0, total_len bigint NOT NULL DEFAULT 0,
+    updated_at timestamptz NOT NULL DEFAULT now());
+CREATE UNIQUE INDEX knowledge_indexes_live ON knowledge_indexes (repository, branch, kind) WHERE live;
+CREATE TABLE knowledge_chunks (
+    key bigserial PRIMARY KEY,
+    index_id bigint NOT NULL REFERENCES knowledge_indexes (id) ON DELETE CASCADE,
+    repository text NOT NULL,
+    chunk_id text NOT NULL, path text NOT NULL, content_hash text NOT NULL, data jsonb NOT NULL,
+    embed_text text, chars integer NOT NULL DEFAULT 0, symbol text,
+    lexical text NOT NULL, lex tsvector NOT NULL, lex_len integer NOT NULL,
+    dims integer, embedding vector);
+CREATE INDEX knowledge_chunks_path ON knowledge_chunks (index_id, path);
+CREATE INDEX knowledge_chunks_id ON knowledge_chunks (index_id, chunk_id);
+CREATE INDEX knowledge_chunks_symbol ON knowledge_chunks (index_id, symbol) WHERE symbol IS NOT NULL;
+CREATE INDEX knowledge_chunks_pending ON knowledge_chunks (index_id, key) WHERE embedding IS NULL;
+CREATE INDEX knowledge_chunks_lex ON knowledge_chunks USING gin (lex);
+CREATE TABLE knowledge_files (
+    index_id bigint NOT NULL REFERENCES knowledge_indexes (id) ON DELETE CASCADE,
+    repository text NOT NULL, path text NOT NULL, hash text NOT NULL, mtime_ns bigint, size bigint,
+    PRIMARY KEY (index_id, path));
+CREATE TABLE knowledge_problems (
+    index_id bigint NOT NULL REFERENCES knowledge_indexes (id) ON DELETE CASCADE,
+    repository text NOT NULL, path text NOT NULL, problem text NOT NULL);
+CREATE INDEX knowledge_problems_path ON knowledge_problems (index_id, path);
+CREATE TABLE knowledge_vectors (
+    fingerprint text NOT NULL, content_hash text NOT NULL, embedding vector NOT NULL,
+    PRIMARY KEY (fingerprint, content_hash));
+CREATE TABLE knowledge_grants (repository text NOT NULL, grantee name NOT NULL, PRIMARY KEY (repository, grantee));
+"""
+# Version 2: document frequencies per index and lexeme, and each index's count of embedded chunks, kept by every
+# write, so neither BM25 nor coverage counts rows at query time.
+_SCHEMA_V2 = """
+ALTER TABLE knowledge_indexes ADD COLUMN embedded_count bigint NOT NULL DEFAULT 0;
+UPDATE knowledge_indexes i
+    SET embedded_count = (SELECT count(embedding) FROM knowledge_chunks c WHERE c.index_id = i.id);
+CREATE TABLE knowledge_terms (
+    index_id bigint NOT NULL REFERENCES knowledge_indexes (id) ON DELETE CASCADE,
+    repository text NOT NULL, lexeme text NOT NULL, df integer NOT NULL,
+    PRIMARY KEY (index_id, lexeme));
+INSERT INTO knowledge_terms (index_id, repository, lexeme, df)
+    SELECT c.index_id, min(c.repository), u.lexeme, count(*)
+    FROM knowledge_chunks c, unnest(tsvector_to_array(c.lex)) AS u(lexeme) GROUP BY c.index_id, u.lexeme;
+"""
+# Version 3: the vector cache belongs to a repository (row-level security like the chunks), so a team role can
+# neither read nor poison another team's cache; the HNSW indexes of the known models' sizes are made here, by the
+# owner, once, rather than by every writer (PostgreSQL lets only a table's owner create its indexes).
+_SCHEMA_V3 = """
+CREATE TABLE knowledge_vectors_v3 (
+    repository text NOT NULL, fingerprint text NOT NULL, content_hash text NOT NULL, embedding vector NOT NULL,
+    PRIMARY KEY (repository, fingerprint, content_hash));
+INSERT INTO knowledge_vectors_v3 (repository, fingerprint, content_hash, embedding)
+    SELECT DISTINCT ON (c.repository, i.manifest->>'fingerprint', c.content_hash)
+           c.repository, i.manifest->>'fingerprint', c.content_hash, c.embedding
+    FROM knowledge_chunks c JOIN knowledge_indexes i ON i.id = c.index_id WHERE c.embedding IS NOT NULL;
+DROP TABLE knowledge_vectors;
+ALTER TABLE knowledge_vectors_v3 RENAME TO knowledge_vectors;
+ALTER INDEX knowledge_vectors_v3_pkey RENAME TO knowledge_vectors_pkey;
+"""
+KNOWN_DIMS = (384, 768)  # all-MiniLM-L6-v2, all-mpnet-base-v2
+_PROTECTED_TABLES = ("knowledge_indexes", "knowledge_chunks", "knowledge_files", "knowledge_problems")
+# What a team role may do (docs/teams.md, Access): its own repositories' rows (row-level security), never the grants,
+# the schema version or another repository's vector cache.
+MEMBER_TABLES = (*_PROTECTED_TABLES, "knowledge_terms", "knowledge_vectors")
+READ_ONLY_TABLES = ("knowledge_grants", "knowledge_schema")
+
+
+class StoreUnavailableError(KnowledgeError):
+    """The configured database cannot be reached or used."""
+
+
+def redacted(url: str) -> str:
+    """The URL without its password, for messages."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.hostname or ""
+    if parts.port:
+        host = f"{host}:{parts.port}"
+    user = f"{parts.username}@" if parts.username else ""
+    return urlunsplit((parts.scheme, f"{user}{host}", parts.path, parts.query, parts.fragment))
+
+
+def is_postgres_url(value: str) -> bool:
+    return value.startswith(("postgresql://", "postgres://"))
+
+
+def connect(url: str) -> Any:  # noqa: ANN401 - a psycopg.Connection (optional dependency)
+    """An autocommit connection with pgvector's types registered and the schema at SCHEMA_VERSION."""
+    try:
+        import psycopg
+        from pgvector.psycopg import register_vector
+    except ImportError as exc:
+        raise StoreUnavailableError(
+            f"store = {redacted(url)}: the PostgreSQL engine needs its extra: pip install 'repo-knowledge[postgres]'"
+        ) from exc
+    try:
+        conn = psycopg.connect(url, autocommit=True, connect_timeout=10)
+    except psycopg.Error as exc:
+        said = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
+        raise StoreUnavailableError(
+            f"{redacted(url)}: cannot connect ({said}); the local index is unaffected "
+            "(unset `store` / KNOWLEDGE_STORE to use it)"
+        ) from exc
+    try:
+        migrate(conn)
+        register_vector(conn)
+    except psycopg.errors.InsufficientPrivilege as exc:
+        conn.close()
+        raise StoreUnavailableError(
+            f"{redacted(url)}: the knowledge schema is missing or older than this knowledge ({SCHEMA_VERSION}) and "
+            "this role may not change it: the database owner runs `knowledge teams setup` once"
+        ) from exc
+    except psycopg.Error as exc:
+        conn.close()
+        raise StoreUnavailableError(f"{redacted(url)}: cannot prepare the knowledge schema ({exc})") from exc
+    return conn
+
+
+def migrate(conn: Any) -> int:  # noqa: ANN401
+    """Create or upgrade the schema (one transaction, under an advisory lock); returns the version now."""
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
+        exists = conn.execute("SELECT to_regclass('knowledge_schema') IS NOT NULL").fetchone()[0]
+        version = conn.execute("SELECT max(version) FROM knowledge_schema").fetchone()[0] if exists else 0
+        if version and version > SCHEMA_VERSION:
+            raise StoreUnavailableError(
+                f"the database holds knowledge schema {version}; this knowledge knows {SCHEMA_VERSION}: upgrade it"
+            )
+        if version == SCHEMA_VERSION:
+            return version
+        conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+        conn.execute("CREATE TABLE IF NOT EXISTS knowledge_schema (version integer NOT NULL)")
+        if version < 1:
+            conn.execute(_SCHEMA_V1)
+            for table in _PROTECTED_TABLES:
+                _protect(conn, table)
+        if version < 2:
+            conn.execute(_SCHEMA_V2)
+            _protect(conn, "knowledge_terms")
+        if version < 3:
+            conn.execute(_SCHEMA_V3)
+            _protect(conn, "knowledge_vectors")
+            for dims in KNOWN_DIMS:
+                conn.execute(_hnsw_sql(dims))
+        conn.execute("INSERT INTO knowledge_schema (version) VALUES (%s)", (SCHEMA_VERSION,))
+    return SCHEMA_VERSION
+
+
+def _protect(conn: Any, table: str) -> None:  # noqa: ANN401
+    conn.execute(f"ALTER TABLE {table} ENABLE ROW LEVEL SECURITY")
+    conn.execute(f"CREATE POLICY knowledge_by_repository ON {table} USING ({_ACCESS_POLICY.format(table=table)})")
+
+
+def grant(conn: Any, repository: str, role: str) -> None:  # noqa: ANN401
+    """Limit `repository` to members of `role` (a repository without grants is readable by every role). Owner only."""
+    conn.execute(
+        "INSERT INTO knowledge_grants (repository, grantee) VALUES (%s, %s) ON CONFLICT DO NOTHING", (repository, role)
+    )
+
+
+def revoke(conn: Any, repository: str, role: str) -> int:  # noqa: ANN401
+    """Take `repository` away from `role`; returns how many grants were removed. Owner only."""
+    return int(
+        conn.execute("DELETE FROM knowledge_grants WHERE repository = %s AND grantee = %s", (repository, role)).rowcount
+    )
+
+
+def grants(conn: Any, repository: str) -> list[str]:  # noqa: ANN401
+    rows = conn.execute("SELECT grantee FROM knowledge_grants WHERE repository = %s ORDER BY 1", (repository,))
+    return [str(r[0]) for r in rows.fetchall()]
+
+
+def allow_member_role(conn: Any, role: str) -> None:  # noqa: ANN401
+    """Give `role` (and so every role that is a member of it) what a team member needs, and nothing more."""
+    from psycopg import sql
+
+    name = sql.Identifier(role)
+    with conn.transaction():
+        for table in MEMBER_TABLES:
+            conn.execute(
+                sql.SQL("GRANT SELECT, INSERT, UPDATE, DELETE ON {} TO {}").format(sql.Identifier(table), name)
+            )
+        for table in READ_ONLY_TABLES:
+            conn.execute(sql.SQL("REVOKE ALL ON {} FROM {}").format(sql.Identifier(table), name))
+            conn.execute(sql.SQL("GRANT SELECT ON {} TO {}").format(sql.Identifier(table), name))
+        conn.execute(
+            sql.SQL("GRANT USAGE ON SEQUENCE knowledge_indexes_id_seq, knowledge_chunks_key_seq TO {}").format(name)
+        )
+
+
+def _hnsw_sql(dims: int) -> str:
+    return (
+        f"CREATE INDEX IF NOT EXISTS knowledge_chunks_hnsw_{int(dims)} ON knowledge_chunks "
+        f"USING hnsw ((embedding::vector({int(dims)})) vector_cosine_ops) WHERE dims = {int(dims)}"
+    )
+
+
+def ensure_vector_index(conn: Any, dims: int) -> None:  # noqa: ANN401
+    """The HNSW index (cosine) over the vectors of `dims` dimensions; PostgreSQL keeps it current from then on.
+
+    Only the tables' owner may create it: the known sizes are made by the migration; another size is made here when
+    this role owns the table, and otherwise refused in one line that says who must run what."""
+    name = f"knowledge_chunks_hnsw_{int(dims)}"
+    if conn.execute("SELECT to_regclass(%s) IS NOT NULL", (name,)).fetchone()[0]:
+        return
+    owner = conn.execute(
+        "SELECT pg_has_role(current_user, tableowner, 'USAGE') FROM pg_tables WHERE tablename = 'knowledge_chunks'"
+    ).fetchone()
+    if not (owner and owner[0]):
+        raise StoreUnavailableError(
+            f"the shared store has no vector index for {int(dims)}-dimension models and this role may not create "
+            f"one: the database owner runs `knowledge teams setup` once with this model configured"
+        )
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
+        conn.execute(_hnsw_sql(dims))
+
+
+@dataclass(frozen=True, slots=True)
+class IndexTarget:
+    """Which index of the shared database: the repository's identity, the branch and the kind."""
+
+    url: str
+    repository: str
+    branch: str
+    kind: str
+
+    def describe(self) -> str:
+        return f"{redacted(self.url)} ({self.repository[:12]} @ {self.branch}, {self.kind})"
+
+
+def live_index_id(conn: Any, target: IndexTarget) -> int | None:  # noqa: ANN401
+    row = conn.execute(
+        "SELECT id FROM knowledge_indexes WHERE repository = %s AND branch = %s AND kind = %s AND live",
+        (target.repository, target.branch, target.kind),
+    ).fetchone()
+    return int(row[0]) if row else None
+
+
+def remove_abandoned(conn: Any) -> int:  # noqa: ANN401
+    """Delete indexes whose builder died before publishing (its advisory lock is gone); returns how many."""
+    removed = 0
+    for (index_id,) in conn.execute("SELECT id FROM knowledge_indexes WHERE NOT live").fetchall():
+        if conn.execute("SELECT pg_try_advisory_lock(%s, %s)", (BUILDING_LOCK, int(index_id))).fetchone()[0]:
+            try:
+                removed += conn.execute(
+                    "DELETE FROM knowledge_indexes WHERE id = %s AND NOT live", (index_id,)
+                ).rowcount
+            finally:
+                conn.execute("SELECT pg_advisory_unlock(%s, %s)", (BUILDING_LOCK, int(index_id)))
+    return removed
