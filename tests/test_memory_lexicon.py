@@ -8,8 +8,9 @@ import pytest
 
 from knowledge.kb import KnowledgeBase
 from knowledge.lexical import terms
-from knowledge.store import local
-from knowledge.store.local import FTS_TOKENIZER, LocalStore
+from knowledge.store import local_lexical
+from knowledge.store.local import LocalStore
+from knowledge.store.local_files import FTS_TOKENIZER, store_paths
 from knowledge.store.memory_lexicon import MemoryLexicon
 
 from .conftest import HashingEmbedder, commit, git
@@ -60,13 +61,13 @@ def same_as_fts5(lexicon: MemoryLexicon, store: LocalStore, k: int = 20) -> None
 
 def test_the_copy_ranks_exactly_as_fts5(repo):
     store = LocalStore.open(repo, "docs")
-    lexicon = MemoryLexicon(local.store_paths(repo, "docs")[2], FTS_TOKENIZER)
+    lexicon = MemoryLexicon(store_paths(repo, "docs")[2], FTS_TOKENIZER)
     lexicon.update()
     same_as_fts5(lexicon, store)
 
 
 def test_after_a_commit_the_copy_waits_until_it_has_caught_up_then_ranks_as_fts5(repo):
-    lexicon = MemoryLexicon(local.store_paths(repo, "docs")[2], FTS_TOKENIZER)
+    lexicon = MemoryLexicon(store_paths(repo, "docs")[2], FTS_TOKENIZER)
     lexicon.update()
     rng = random.Random(3)
     commit(repo, {"docs/d1.md": doc(rng, 101), "docs/new.md": doc(rng, 102)})
@@ -88,14 +89,14 @@ def test_after_a_commit_the_copy_waits_until_it_has_caught_up_then_ranks_as_fts5
 
 
 def test_a_warm_knowledge_base_answers_as_a_cold_one_before_and_after_a_commit(repo, monkeypatch):
-    monkeypatch.setattr(local, "MEMORY_LEXICON_MIN_CHUNKS", 1)
+    monkeypatch.setattr(local_lexical, "MEMORY_LEXICON_MIN_CHUNKS", 1)
     warm = open_kb(repo)
     warm.keep_warm()  # in the background, as a server does
     store = warm.index("docs").store
     deadline = time.monotonic() + 30
-    while store._lexicon.search(["index"], 5, store._meta("chunks_version")) is None and time.monotonic() < deadline:
+    while store._lexical._lexicon.search(["index"], 5, store._meta("chunks_version")) is None and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert store._lexicon.search(["index"], 5, store._meta("chunks_version")) is not None
+    assert store._lexical._lexicon.search(["index"], 5, store._meta("chunks_version")) is not None
 
     def answers(kb):
         return [[h.id for h in kb.search(" ".join(q), threshold=0).results] for q in queries()[:20]]

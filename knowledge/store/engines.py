@@ -12,7 +12,7 @@ from .. import git
 from ..errors import ConfigError
 from . import ChunkStore, Manifest, index_dir
 from .local import LocalStore
-from .local import remove_leftovers as remove_local_leftovers
+from .local_files import remove_leftovers as remove_local_leftovers
 
 if TYPE_CHECKING:
     from .pg_schema import IndexTarget

@@ -1,0 +1,72 @@
+"""The files of a LocalStore under `.knowledge/`: their paths, the SQLite schema and connection, transactions, the
+`<kind>.meta.json` description, and what killed writers leave behind."""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+from pathlib import Path
+
+from . import index_dir
+from .vectors import remove_stale_temp_files
+
+FTS_TOKENIZER = "porter unicode61 tokenchars '_'"
+# The name a code chunk defines, as the ranking rules compare names: lower case, no underscores.
+SYMBOL_KEY = "lower(replace(json_extract(data, '$.symbol'), '_', ''))"
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS chunks (
+    key INTEGER PRIMARY KEY, chunk_id TEXT NOT NULL, path TEXT NOT NULL, content_hash TEXT NOT NULL, data TEXT NOT NULL,
+    embed_text TEXT, chars INTEGER NOT NULL DEFAULT 0, embedded INTEGER NOT NULL DEFAULT 0,
+    in_snapshot INTEGER NOT NULL DEFAULT 0);
+CREATE INDEX IF NOT EXISTS chunks_by_path ON chunks(path);
+CREATE INDEX IF NOT EXISTS chunks_by_id ON chunks(chunk_id);
+CREATE INDEX IF NOT EXISTS chunks_pending ON chunks(key) WHERE embedded = 0;
+CREATE INDEX IF NOT EXISTS chunks_by_symbol ON chunks({symbol});
+CREATE TABLE IF NOT EXISTS files (path TEXT PRIMARY KEY, hash TEXT NOT NULL, mtime_ns INTEGER, size INTEGER);
+CREATE TABLE IF NOT EXISTS problems (path TEXT NOT NULL, problem TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS problems_by_path ON problems(path);
+CREATE TABLE IF NOT EXISTS delta (seq INTEGER PRIMARY KEY AUTOINCREMENT, key INTEGER UNIQUE NOT NULL, vector BLOB);
+CREATE TABLE IF NOT EXISTS tombstones (key INTEGER PRIMARY KEY);
+CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(body, tokenize="{tokenizer}");
+""".replace("{symbol}", SYMBOL_KEY).replace("{tokenizer}", FTS_TOKENIZER)
+
+
+def store_paths(root: Path, kind: str) -> tuple[Path, Path, Path]:
+    """(`<kind>.usearch`, `<kind>.meta.json`, `<kind>.sqlite`)."""
+    folder = index_dir(root)
+    return folder / f"{kind}.usearch", folder / f"{kind}.meta.json", folder / f"{kind}.sqlite"
+
+
+def connect(path: Path) -> sqlite3.Connection:
+    db = sqlite3.connect(path, timeout=60, check_same_thread=False, isolation_level=None)
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute("PRAGMA synchronous=NORMAL")
+    return db
+
+
+class Transaction:
+    """BEGIN IMMEDIATE ... COMMIT (ROLLBACK on error) on an autocommit connection."""
+
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self._db = db
+
+    def __enter__(self) -> sqlite3.Connection:
+        self._db.execute("BEGIN IMMEDIATE")
+        return self._db
+
+    def __exit__(self, kind: object, value: object, traceback: object) -> None:
+        self._db.execute("COMMIT" if kind is None else "ROLLBACK")
+
+
+def read_meta(db: sqlite3.Connection, name: str) -> str | None:
+    row = db.execute("SELECT value FROM meta WHERE name = ?", (name,)).fetchone()
+    return row[0] if row else None
+
+
+def remove_leftovers(folder: Path) -> None:
+    """What killed writers left: half-built stores and snapshot temp files (the caller holds the writer lock)."""
+    remove_stale_temp_files(folder)
+    for building in folder.glob(".*.sqlite.building*"):
+        with contextlib.suppress(OSError):
+            building.unlink()
