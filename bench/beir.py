@@ -38,7 +38,7 @@ from knowledge.kind import KindIndex
 from knowledge.lexical import terms
 from knowledge.policy import DEFAULT_POLICY, FusionParams
 from knowledge.records import Chunk
-from knowledge.search import retrieve
+from knowledge.retrieval import retrieve
 from knowledge.store import Change, Manifest, NewChunk
 from knowledge.store.local import LocalStore
 

@@ -11,24 +11,21 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING
 
 from .chunking import chunk_source
 from .config import Settings
 from .corpus import read_source
 from .lexical import chunk_text, terms
+
+if TYPE_CHECKING:
+    from .embedding import TokenCounter
 from .records import Chunk, FileProblem, Progress
 from .secrets import redaction_note
 from .store import FileFacts
 
 PARALLEL_FROM_FILES = 64  # below this, forking costs more than it saves
 FILES_PER_TASK = 32
-
-
-class TokenCounter(Protocol):
-    max_tokens: int
-
-    def count_tokens(self, text: str) -> int: ...
 
 
 @dataclass(slots=True)

@@ -6,44 +6,16 @@ import fnmatch
 import functools
 import hashlib
 import os
-import re
-from collections.abc import Iterable
 from pathlib import Path
 
 from . import git
 from .config import Settings
+from .globs import glob_to_regex, matches_any
 from .path_gate import Refusal, resolve_inside
 from .records import FileProblem, SourceFile
 from .secrets import SecretRedactor
 
 BINARY_SNIFF_BYTES = 8192
-
-
-def glob_to_regex(pattern: str) -> re.Pattern[str]:
-    """A gitignore-flavoured glob: `**/` matches any (or no) directories, `*` stays within one segment."""
-    out = []
-    i = 0
-    while i < len(pattern):
-        if pattern.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-        elif pattern.startswith("**", i):
-            out.append(".*")
-            i += 2
-        elif pattern[i] == "*":
-            out.append("[^/]*")
-            i += 1
-        elif pattern[i] == "?":
-            out.append("[^/]")
-            i += 1
-        else:
-            out.append(re.escape(pattern[i]))
-            i += 1
-    return re.compile("".join(out) + r"\Z")
-
-
-def matches_any(path: str, patterns: Iterable[re.Pattern[str]]) -> bool:
-    return any(p.match(path) for p in patterns)
 
 
 def _gitignore_patterns(folder: Path) -> list[str]:

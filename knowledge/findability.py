@@ -3,10 +3,23 @@ the doc itself rank? Docs their description cannot find are listed with the docs
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
+from .config import Settings
+from .kind import KindIndex
 from .records import Chunk, Figures, FindabilityReport, Probe
+from .request import SearchRequest
+from .search import resolve_options, search
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+    from .embedding import Embedder
+    from .embedding.cache import EmbeddingCache
 
 TOP = 10
 
@@ -58,3 +71,34 @@ def evaluate(docs: dict[int, Chunk], ranked_docs: Callable[[str], list[str]]) ->
         seconds=round(time.monotonic() - started, 2),
         lost=lost,
     )
+
+
+def measure(
+    sources: list[KindIndex],
+    settings: Settings,
+    embedder: Embedder | None,
+    cache: EmbeddingCache | None,
+    count_tokens: Callable[[str], int],
+) -> FindabilityReport:
+    """`evaluate` over the docs index through the product's search, query vectors cached by text."""
+
+    def embed_query(text: str) -> npt.NDArray[np.float32]:
+        assert embedder is not None
+        key = "query:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
+        known = cache.get_many([key]).get(key) if cache is not None else None
+        if known is not None:
+            return known
+        vector = embedder.embed_query(text)
+        if cache is not None:
+            cache.put_many({key: vector})
+        return vector
+
+    manifest = sources[0].store.manifest
+    request = SearchRequest("findability", kind="docs", k=TOP, threshold=-1.0, metadata_only=True, budget=50_000)
+    options = resolve_options(request, settings, (manifest.threshold, manifest.full_threshold))
+
+    def ranked(query: str) -> list[str]:
+        answer = search(sources, embed_query if embedder else None, count_tokens, query, options, lambda p: False)
+        return [hit.path for hit in answer.results]
+
+    return evaluate(sources[0].all_chunks(), ranked)

@@ -4,40 +4,35 @@ something must be embedded (or a query must be, once vectors exist)."""
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
-import os
-import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from . import git
+from . import drift_notes, git, serving
 from .chunking import CHUNKER_VERSION
 from .config import Settings, load_settings
-from .corpus import KINDS, candidate_paths, read_source, redactor
+from .corpus import KINDS
+from .doc_lint import lint_docs
 from .docs_for import docs_for
 from .drift import find_drift
+from .embed_pass import EmbedResult, embed_in_background, embed_pending
 from .embedding import model_spec
 from .errors import (
     IndexCorruptError,
     IndexIncompatibleError,
     IndexNotFoundError,
     KnowledgeError,
-    PathOutsideRepositoryError,
 )
-from .findability import TOP
-from .findability import evaluate as evaluate_findability
-from .fs import atomic_write, file_lock, is_locked
+from .findability import measure as measure_findability
+from .fs import file_lock
 from .git import repo_root
-from .indexer import EmbedResult, Indexer, ProgressCallback, embed_pending, model_fingerprint_of, open_cache
+from .indexer import Indexer, ProgressCallback, merge_reports, model_fingerprint_of, open_cache
 from .kind import KindIndex
 from .llms_txt import LLMS_FULL, LLMS_TXT, doc_entries, render_llms_full, render_llms_txt
 from .model_access import EmbedderFactory, ModelAccess
-from .path_gate import resolve_inside, servable
+from .path_gate import resolve_inside
 from .records import (
     Chunk,
     DriftItem,
@@ -51,41 +46,9 @@ from .records import (
 )
 from .request import SearchRequest
 from .search import resolve_options, search
-from .store import embed_lock_path, index_dir, lock_path
+from .status import index_status, no_index_status
+from .store import index_dir, lock_path
 from .store.engines import Engine, engine_for
-
-if TYPE_CHECKING:
-    import numpy as np
-    import numpy.typing as npt
-
-DRIFT_FILE = "drift.json"
-
-
-@dataclass(frozen=True, slots=True)
-class _Freshness:
-    commit: str | None
-    head: str | None
-    commits_behind: int | None
-    relation: str | None
-    changed_files: tuple[str, ...]
-    reindex_running: bool
-
-
-def _merge(reports: list[IndexReport], started: float) -> IndexReport:
-    pending = sum(r.chunks_pending for r in reports)
-    return IndexReport(
-        files_indexed=sum(r.files_indexed for r in reports),
-        chunks_total=sum(r.chunks_total for r in reports),
-        chunks_embedded=0,
-        chunks_reused=sum(r.chunks_reused for r in reports),
-        files_removed=sum(r.files_removed for r in reports),
-        skipped=tuple(p for r in reports for p in r.skipped),
-        warnings=tuple(p for r in reports for p in r.warnings),
-        undescribed=tuple(p for r in reports for p in r.undescribed),
-        seconds=round(time.monotonic() - started, 3),
-        chunks_pending=pending,
-        dense_coverage=min((r.dense_coverage for r in reports), default=1.0),
-    )
 
 
 def default_variant(root: Path, model: str) -> str:
@@ -208,7 +171,7 @@ class KnowledgeBase:
             commit = self._head()
             reports = [indexer.rebuild(kind, commit)[1] for kind in KINDS]
         result = self.embed_pending(on_progress, compact=True) if embed else None
-        return self.completed(_merge(reports, started), result)
+        return self.completed(merge_reports(reports, started), result)
 
     def reindex_changes(
         self,
@@ -223,7 +186,7 @@ class KnowledgeBase:
             commit = self._head()
             reports = [self._update_kind(kind, paths, worktree, commit, on_progress) for kind in KINDS]
         result = self.embed_pending(on_progress) if embed and any(r.chunks_pending for r in reports) else None
-        return self.completed(_merge(reports, started), result)
+        return self.completed(merge_reports(reports, started), result)
 
     def _update_kind(
         self,
@@ -283,20 +246,7 @@ class KnowledgeBase:
 
     def embed_in_background(self) -> bool:
         """Start a detached `knowledge embed` for pending chunks; False when one is already running."""
-        if is_locked(embed_lock_path(self.root)):
-            return False
-        log = index_dir(self.root) / "logs" / "embed.log"
-        log.parent.mkdir(parents=True, exist_ok=True)
-        with log.open("ab") as out:
-            subprocess.Popen(
-                [sys.executable, "-m", "knowledge", "-C", str(self.root), "embed", "--quiet"],
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=out,
-                start_new_session=True,
-                env={**os.environ},
-            )
-        return True
+        return embed_in_background(self.root)
 
     def needs_catch_up(self) -> bool:
         """Cheap check (one `git rev-parse`, one stat pass) whether the index trails HEAD or the files."""
@@ -326,18 +276,19 @@ class KnowledgeBase:
             for index in sources:  # by name first: a mismatch is said before any model is built or loaded
                 manifest = index.store.manifest
                 if not self.model.may_have_built(manifest.model_id, manifest.model_variant, manifest.fingerprint):
-                    raise self._model_mismatch(index)
+                    raise self.model.mismatch(index.kind, index.store.manifest)
             fingerprint = self.model.identity().fingerprint
             for index in sources:
                 if model_fingerprint_of(index.store.manifest.fingerprint) != fingerprint:
-                    raise self._model_mismatch(index)
+                    raise self.model.mismatch(index.kind, index.store.manifest)
             embed_query = self.model.embedder().embed_query
         else:
             embed_query = None
         manifest = sources[0].store.manifest
         options = resolve_options(request, self.settings, (manifest.threshold, manifest.full_threshold))
         response = search(sources, embed_query, self.model.count_tokens, request.query, options, self.is_stale)
-        notes = self._drift_notes() if any(hit.kind == "doc" for hit in response.results) else {}
+        has_docs = any(hit.kind == "doc" for hit in response.results)
+        notes = drift_notes.load(self.root, self.index("docs")) if has_docs else {}
         if not notes:
             return response
         return replace(response, results=tuple(replace(h, drift=notes.get(h.id)) for h in response.results))
@@ -352,24 +303,8 @@ class KnowledgeBase:
         docs = self.index("docs")
         items = find_drift(self.root, docs.all_chunks(), self._code_chunks(), since)
         if since is None:
-            notes: dict[str, str] = {}
-            for item in items:
-                notes.setdefault(item.chunk_id, item.summary)
-            path = index_dir(self.root) / DRIFT_FILE
-            with contextlib.suppress(OSError):
-                atomic_write(path, json.dumps({"commit": docs.commit, "version": docs.store.version(), "notes": notes}))
+            drift_notes.save(self.root, docs, items)
         return items
-
-    def _drift_notes(self) -> dict[str, str]:
-        """chunk id -> drift summary, from the last `drift` run if the docs index has not moved since."""
-        try:
-            data = json.loads((index_dir(self.root) / DRIFT_FILE).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return {}
-        docs = self.index("docs")
-        if data.get("commit") != docs.commit or data.get("version") != docs.store.version():
-            return {}
-        return dict(data.get("notes", {}))
 
     def docs_for(self, target: str) -> list[SearchHit]:
         """Doc sections referring to a file (`PATH`), the entity at a line (`PATH:LINE`) or a symbol; metadata only."""
@@ -381,49 +316,14 @@ class KnowledgeBase:
 
     def findability(self) -> FindabilityReport:
         """Each doc's description and section titles asked as queries: where does the doc itself rank?"""
-        cache = open_cache(self.settings, self.model.identity())
-        embedder = self.model.embedder() if any(i.coverage().embedded for i in self.indexes(("docs",))) else None
-
-        def embed_query(text: str) -> npt.NDArray[np.float32]:
-            assert embedder is not None
-            key = "query:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
-            known = cache.get_many([key]).get(key) if cache is not None else None
-            if known is not None:
-                return known
-            vector = embedder.embed_query(text)
-            if cache is not None:
-                cache.put_many({key: vector})
-            return vector
-
         sources = self.indexes(("docs",))
-        manifest = sources[0].store.manifest
-        request = SearchRequest("findability", kind="docs", k=TOP, threshold=-1.0, metadata_only=True, budget=50_000)
-        options = resolve_options(request, self.settings, (manifest.threshold, manifest.full_threshold))
-        count = self.model.count_tokens
-
-        def ranked(query: str) -> list[str]:
-            answer = search(sources, embed_query if embedder else None, count, query, options, lambda p: False)
-            return [hit.path for hit in answer.results]
-
+        embedder = self.model.embedder() if any(i.coverage().embedded for i in sources) else None
+        cache = open_cache(self.settings, self.model.identity())
         try:
-            return evaluate_findability(sources[0].all_chunks(), ranked)
+            return measure_findability(sources, self.settings, embedder, cache, self.model.count_tokens)
         finally:
             if cache is not None:
                 cache.close()
-
-    def _model_mismatch(self, index: KindIndex) -> IndexIncompatibleError:
-        manifest = index.store.manifest
-        built = f"{manifest.model_id} {manifest.model_variant}"
-        wanted = f"{model_spec(self.settings.model).name} {self.settings.model_variant}"
-        if built == wanted:  # same names, other weights or export: the fingerprint differs
-            return IndexIncompatibleError(
-                f"this index ({index.kind}) was built with another build of {built}; run `knowledge reindex-all`"
-            )
-        return IndexIncompatibleError(
-            f"this index ({index.kind}) was built with {built}, but the settings ask for {wanted}; run "
-            f"`knowledge reindex-all` to switch to {wanted} (its vectors are computed again), or set model = "
-            f'"{manifest.model_id}" and model_variant = "{manifest.model_variant}" to keep this index'
-        )
 
     def is_stale(self, path: str) -> bool:
         """True when `path` differs on disk from what its index holds."""
@@ -434,56 +334,11 @@ class KnowledgeBase:
 
     def source(self, path: str, start: int | None = None, end: int | None = None) -> SourceText:
         """Exact current lines of a file in the repository (1-based, inclusive); refuses paths outside it."""
-        rel = self.relative_path(path, self.root)
-        target = self.readable(rel)
-        if target.stat().st_size > self.settings.max_file_bytes:
-            raise KnowledgeError(f"{path}: larger than max_file_bytes ({self.settings.max_file_bytes:,})")
-        try:
-            text = target.read_bytes().decode("utf-8-sig").replace("\r\n", "\n").replace("\r", "\n")
-            if self.settings.redact_secrets:
-                text = redactor(self.settings.secret_patterns).redact(text).text
-            # The chunker's rule (split on \n only), so line numbers agree: U+2028, U+0085 and \f are not line ends.
-            lines = text.split("\n")
-            if lines and lines[-1] == "":
-                lines.pop()
-        except UnicodeDecodeError as exc:
-            raise KnowledgeError(f"{path}: not valid UTF-8 text (byte {exc.start})") from exc
-        first = max(1, start or 1)
-        last = min(len(lines), end or len(lines))
-        if start is not None and first > len(lines):
-            raise KnowledgeError(f"{path}: line {first} is past the end ({len(lines)} lines)")
-        return SourceText(
-            path=rel, line_start=first, line_end=last, total_lines=len(lines), lines=tuple(lines[first - 1 : last])
-        )
-
-    def readable(self, rel: str) -> Path:
-        """The file `rel` names, through the one path gate for serving; raises with a one-line reason otherwise."""
-        checked = servable(self.root, rel, self.settings.secret_files, git.repo_root(self.root) is not None)
-        if isinstance(checked, Path):
-            return checked
-        if not checked.perimeter and "missing" in checked.reason:
-            raise KnowledgeError(f"{rel}: no such file in {self.root}")
-        error = PathOutsideRepositoryError if checked.perimeter else KnowledgeError
-        raise error(f"{rel}: {checked.reason}")
+        return serving.source(self.root, self.settings, path, start, end)
 
     def source_of_chunk(self, chunk_id: str) -> SourceText:
         """The current lines of the file range a chunk was indexed from."""
-        for index in self.indexes():
-            chunk = index.store.chunk_by_id(chunk_id)
-            if chunk is None:
-                continue
-            if not index.is_stale(chunk.path):
-                return self.source(chunk.path, chunk.line_start, chunk.line_end)
-            # The file changed since indexing: its current lines over the same range (clamped), said plainly.
-            if not (self.root / chunk.path).exists():
-                raise KnowledgeError(f"{chunk.path}: deleted since indexing; run `knowledge reindex-from-changes`")
-            whole = self.source(chunk.path)
-            last = min(chunk.line_end, whole.total_lines)
-            first = min(chunk.line_start, last) if last else 1
-            current = self.source(chunk.path, first, last) if last else whole
-            note = f"{chunk.path} changed since it was indexed; these are its current lines {first}-{last}"
-            return replace(current, note=note)
-        raise KnowledgeError(f"{chunk_id}: no chunk with this id in the index")
+        return serving.source_of_chunk(self.root, self.settings, self.indexes(), chunk_id)
 
     def docs_for_file(self, path: str) -> list[SearchHit]:
         """Doc sections that refer to or mention `path` (a file, or `PATH:LINE`): metadata only, no model needed."""
@@ -494,83 +349,13 @@ class KnowledgeBase:
 
     def relative_path(self, path: str | Path, base: Path | None = None) -> str:
         """`path` (absolute, or relative to `base`) as a repository-relative POSIX path; refuses escapes."""
-        candidate = Path(path)
-        if not candidate.is_absolute():
-            candidate = (base or Path.cwd()) / candidate
-        resolved = Path(os.path.normpath(candidate))  # lexical: a deleted path must still resolve
-        try:
-            return resolved.relative_to(self.root).as_posix()
-        except ValueError:
-            raise PathOutsideRepositoryError(f"{path}: outside the repository root {self.root}") from None
+        return serving.relative_path(self.root, path, base)
 
     def status(self) -> IndexStatus:
         """What is indexed, with which model, how old, how much is embedded, and what was skipped."""
-        root, folder, store = str(self.root), str(index_dir(self.root)), self.engine.describe()
         if not self.engine.exists("docs"):
-            return IndexStatus(
-                root=root, index_dir=folder, store=store, exists=False, model=None, dims=None, files=0, chunks=0,
-                built_at=None, age_seconds=None,
-            )  # fmt: skip
-        indexes = self.indexes()
-        manifest = indexes[0].store.manifest
-        built = time.mktime(time.strptime(manifest.built_at, "%Y-%m-%dT%H:%M:%SZ")) - time.timezone
-        summaries = {index.kind: index.store.summary() for index in indexes}
-        problems = [p for s in summaries.values() for p in s.problems]
-        coverages = {index.kind: index.coverage() for index in indexes}
-        total = sum(c.chunks for c in coverages.values())
-        embedded = sum(c.embedded for c in coverages.values())
-        etas = [c.progress.eta_seconds for c in coverages.values() if c.progress and c.progress.eta_seconds is not None]
-        fresh = self._freshness(indexes)
-        return IndexStatus(
-            root=root,
-            index_dir=folder,
-            store=store,
-            exists=True,
-            model=f"{manifest.model_id} ({manifest.model_variant})",
-            dims=manifest.dims,
-            files=sum(s.files for s in summaries.values()),
-            chunks=total,
-            built_at=manifest.built_at,
-            age_seconds=round(time.time() - built, 1),
-            skipped=tuple(p for p in problems if not p.is_redaction),
-            redactions=tuple(p for p in problems if p.is_redaction),
-            thresholds={"threshold": manifest.threshold, "full_threshold": manifest.full_threshold},
-            kinds={
-                kind: {"files": s.files, "chunks": s.chunks, "embedded": coverages[kind].embedded}
-                for kind, s in summaries.items()
-            },
-            dense_coverage=1.0 if total == 0 else round(embedded / total, 4),
-            chunks_pending=total - embedded,
-            embedding_eta_seconds=sum(etas) if etas else None,
-            commit=fresh.commit,
-            head=fresh.head,
-            commits_behind=fresh.commits_behind,
-            commit_relation=fresh.relation,
-            changed_files=fresh.changed_files,
-            reindex_running=fresh.reindex_running,
-        )
-
-    def _freshness(self, indexes: list[KindIndex]) -> _Freshness:
-        head = self._head()
-        behind: int | None = None
-        relation: str | None = None
-        commit = indexes[0].commit
-        if head and commit:
-            if commit == head:
-                behind, relation = 0, "at HEAD"
-            elif not git.commit_exists(self.root, commit):
-                relation = "unknown to git (history rewritten)"
-            elif git.is_ancestor(self.root, commit, head):
-                behind = git.commits_between(self.root, commit, head)
-                relation = f"{behind} commit(s) behind HEAD"
-            else:  # a reset, rebase or force-pull moved HEAD off the indexed commit's line
-                relation = "not at HEAD: history moved (reset, rebase or pull) since it was indexed"
-        changed: set[str] = set()
-        for index in indexes:
-            problem_paths = {p.path for p in index.store.problems()}
-            changed |= {p for p in index.changed_by_content() if p not in problem_paths}
-        running = is_locked(lock_path(self.root)) or is_locked(embed_lock_path(self.root))
-        return _Freshness(commit, head, behind, relation, tuple(sorted(changed)), running)
+            return no_index_status(self.root, self.engine.describe())
+        return index_status(self.root, self.engine.describe(), self.indexes(), self._head())
 
     def llms_txt(self, full_budget: int | None = None) -> dict[str, str]:
         """`llms.txt` (and `llms-full.txt` within `full_budget` tokens) from the docs' front matter: file -> text."""
@@ -582,17 +367,4 @@ class KnowledgeBase:
 
     def lint(self) -> list[FileProblem]:
         """Docs that lack a `description` or cannot be read: one problem per file."""
-        from .chunking.markdown import split_front_matter
-
-        problems: list[FileProblem] = []
-        for rel in candidate_paths(self.root, self.settings):
-            source = read_source(self.root, rel, self.settings)
-            if isinstance(source, FileProblem):
-                problems.append(source)
-                continue
-            data, _, _, problem = split_front_matter(source)
-            if problem is not None:
-                problems.append(problem)
-            elif not str(data.get("description") or "").strip():
-                problems.append(FileProblem(rel, "no `description` in front matter"))
-        return problems
+        return lint_docs(self.root, self.settings)

@@ -9,8 +9,9 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from .config import Settings
-from .embedding import BuiltModel, Embedder, model_spec
-from .indexer import ModelIdentity, TokenCounter
+from .embedding import BuiltModel, Embedder, ModelIdentity, TokenCounter, model_spec
+from .errors import IndexIncompatibleError
+from .store import Manifest
 
 EmbedderFactory = Callable[[Settings], Embedder]
 
@@ -66,3 +67,17 @@ class ModelAccess:
     def loaded(self) -> bool:
         """Whether the embedding session (or the injected embedder) is in memory."""
         return self._embedder is not None
+
+    def mismatch(self, kind: str, manifest: Manifest) -> IndexIncompatibleError:
+        """The error for an index built by another model than the settings name, saying how to go on."""
+        built = f"{manifest.model_id} {manifest.model_variant}"
+        wanted = f"{model_spec(self._settings.model).name} {self._settings.model_variant}"
+        if built == wanted:  # same names, other weights or export: the fingerprint differs
+            return IndexIncompatibleError(
+                f"this index ({kind}) was built with another build of {built}; run `knowledge reindex-all`"
+            )
+        return IndexIncompatibleError(
+            f"this index ({kind}) was built with {built}, but the settings ask for {wanted}; run "
+            f"`knowledge reindex-all` to switch to {wanted} (its vectors are computed again), or set model = "
+            f'"{manifest.model_id}" and model_variant = "{manifest.model_variant}" to keep this index'
+        )

@@ -1,36 +1,38 @@
-"""search(): dense and lexical candidates fused by reciprocal rank, thresholds on cosine, token-budget packing.
+"""search(): the pipeline every answer runs, as named steps.
 
-Ranking follows the fused score; `score` stays the cosine similarity of query and chunk, so the similarity and
-full-content thresholds keep one meaning with or without the lexical side (docs/agents.md).
+    retrieve (dense + lexical, fused)  ->  rank (the ranking policy, then per-file diversity)  ->  cut (the
+    similarity threshold read with the fused evidence)  ->  group (one result per entity, or per file)  ->  hits (text
+    for strong matches)  ->  pack (inside the token budget)
+
+Chunks are read from the stores through one cache per search. Ranking follows the fused score; `score` stays the
+cosine similarity of query and chunk, so the similarity and full-content thresholds keep one meaning with or without
+the lexical side (docs/agents.md).
 """
 
 from __future__ import annotations
 
 import re
-import threading
-from collections.abc import Callable, Sequence, Set
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from . import policy as policies
 from .budget import pack
-from .config import Settings
-from .corpus import glob_to_regex, matches_any
 from .grep import occurrences
 from .kind import KindIndex
-from .lexical import identifiers, terms
 from .pieces import group_key, merge
-from .policy import FusionParams, RankingPolicy
-from .ranking import RULE_NAMES, apply_rules, asked_names, diversify
+from .policy import FusionParams
+from .ranking import RULE_NAMES, apply_rules, diversify
 from .records import Chunk, SearchHit, SearchResponse
-from .request import SearchRequest
+from .retrieval import Candidate, embed_beside_lexical, lexical_candidates, retrieve
+from .search_options import SearchOptions, resolve_options
 
 if TYPE_CHECKING:
     import numpy as np
 
+__all__ = ["SearchOptions", "resolve_options", "search"]
+
 CANDIDATE_FLOOR = 50
 FILTERED_DEPTH = 4  # with path or language filters, look this many times deeper before filtering
-EXACT_DEFAULT_K = 100  # exact mode lists occurrences, not the best few: the budget still caps what is returned
 # Before a chunk has its vector, only its lexical rank speaks for it: keep the top ranks, show text for the first few.
 LEXICAL_KEPT_RANKS = 10
 # A chunk in the lexical top 10 passes 0.15 under the similarity threshold (semble-dev with the defaults: 0.822 with
@@ -47,150 +49,29 @@ LEXICAL_FULL_RANKS = 3
 _BARE_NAME = re.compile(r"\s*[A-Za-z_][\w.:]*\s*")
 
 
-@dataclass(frozen=True, slots=True)
-class SearchOptions:
-    k: int
-    threshold: float
-    full_threshold: float
-    budget: int
-    metadata_only: bool = False
-    files_only: bool = False  # one result per file, metadata only: where to look, not what is there
-    exact: bool = False  # every line matching the query (grep.py): one result per line
-    match: str = "word"  # with exact: word, substring or regex
-    context: int = 0  # with exact: lines either side
-    explain: bool = False
-    expand: bool = False  # add the top code hit's callers and callees after the results, as the budget allows
-    policy: RankingPolicy = field(default_factory=RankingPolicy)
-    keep: Callable[[Chunk], bool] | None = None  # the request's path, exclude and language filters
+Pooled = list[tuple[Candidate, KindIndex]]
 
 
-@dataclass(slots=True)
-class Candidate:
-    key: int
-    cosine: float | None = 0.0
-    dense_rank: int | None = None
-    lexical_score: float | None = None
-    lexical_rank: int | None = None
-    exact: bool = False
-    fused: float = 0.0
-    final: float = 0.0  # the score the results are ordered by: fused, the rules, the same-file decay
-    rules: dict[str, float] = field(default_factory=dict)  # what each ranking rule added (ranking.py)
+class ChunkCache:
+    """The chunks one search has read, per source: each read from its store at most once."""
 
+    def __init__(self) -> None:
+        self._chunks: dict[int, dict[int, Chunk]] = {}
 
-def fuse(
-    dense: Sequence[tuple[int, float]],
-    lexical: Sequence[tuple[int, float]],
-    params: FusionParams,
-    exact_keys: Set[int] = frozenset(),
-    query_terms: int | None = None,
-) -> list[Candidate]:
-    """Candidates from both lists ranked by fused score (ties: better dense rank first)."""
-    lexical_weight = params.lexical_weight * lexical_scale(query_terms, params)
-    found: dict[int, Candidate] = {}
-    for rank, (key, cosine) in enumerate(dense, start=1):
-        found[key] = Candidate(key, cosine=cosine, dense_rank=rank, fused=params.dense_weight / (params.k + rank))
-    for rank, (key, score) in enumerate(lexical, start=1):
-        candidate = found.setdefault(key, Candidate(key))
-        candidate.lexical_score, candidate.lexical_rank = score, rank
-        candidate.fused += lexical_weight / (params.k + rank)
-    for key in exact_keys & found.keys():
-        found[key].exact = True
-        found[key].fused += params.exact_boost / (params.k + 1)
-    return sorted(found.values(), key=lambda c: (-c.fused, c.dense_rank or 10**9))
+    def of(self, index: KindIndex) -> dict[int, Chunk]:
+        return self._chunks.setdefault(id(index), {})
 
+    def get(self, index: KindIndex, key: int) -> Chunk | None:
+        return self.of(index).get(key)
 
-def lexical_scale(query_terms: int | None, params: FusionParams) -> float:
-    """1.0 for queries with at least `lexical_full_terms` distinct terms, proportionally less for shorter ones."""
-    if query_terms is None:
-        return 1.0
-    return min(1.0, query_terms / max(1, params.lexical_full_terms))
-
-
-def _exact_matches(query: str, index: KindIndex, keys: Sequence[int], policy: RankingPolicy) -> set[int]:
-    wanted = identifiers(query)
-    # Code only: in prose, camelCase words are terms of art ("vCJD", "iPSC"), and boosting them lowered SciFact dev
-    # nDCG@10 (0.7232 without, 0.7213 with); in code they are names.
-    if not wanted or index.kind != "code":
-        return set()
-    bodies = {key: set(body.split()) for key, body in index.store.lexical_terms(keys).items()}
-    if len(bodies) >= policy.exact_common_min_pool:
-        common = policy.exact_common_share * len(bodies)
-        wanted = {name for name in wanted if sum(name in body for body in bodies.values()) <= common}
-    return {key for key, body in bodies.items() if wanted & body}
-
-
-def lexical_candidates(index: KindIndex, query: str, depth: int) -> list[tuple[int, float]]:
-    return [(hit.key, hit.score) for hit in index.store.lexical_search(terms(query), depth)]
-
-
-def retrieve(
-    index: KindIndex,
-    query: str,
-    vector: np.ndarray | None,
-    depth: int,
-    policy: RankingPolicy,
-    lexical_hits: list[tuple[int, float]] | None = None,
-) -> list[Candidate]:
-    """Fused candidates with the cosine of every one that has a vector (None: lexical evidence only)."""
-    store = index.store
-    dense = [(hit.key, hit.score) for hit in store.dense_search(vector, depth)] if vector is not None else []
-    query_terms = terms(query)
-    if lexical_hits is None:
-        lexical_hits = lexical_candidates(index, query, depth)
-    pool = list(dict.fromkeys([key for key, _ in dense] + [key for key, _ in lexical_hits]))
-    exact = _exact_matches(query, index, pool, policy)
-    candidates = fuse(dense, lexical_hits, policy.fusion, exact, len(set(query_terms)))
-    if index.kind == "code" and policy.definitions_joined:  # definitions of asked names join, found or not
-        known = {c.key for c in candidates}
-        names = sorted(asked_names(query))
-        joined = index.store.defining(names, policy.definitions_joined)
-        candidates += [Candidate(key) for key in joined if key not in known]
-    missing = [c.key for c in candidates if c.dense_rank is None]
-    found = store.vectors(missing) if missing and vector is not None else {}
-    for candidate in candidates:
-        if candidate.dense_rank is None:
-            stored = found.get(candidate.key)
-            candidate.cosine = float(stored @ vector) if stored is not None and vector is not None else None
-    return candidates
-
-
-def resolve_options(request: SearchRequest, settings: Settings, calibrated: tuple[float, float]) -> SearchOptions:
-    """The one place a request's unasked fields are filled: request > settings > the index's calibration."""
-
-    def pick(asked: float | None, configured: float | None, default: float) -> float:
-        return asked if asked is not None else (configured if configured is not None else default)
-
-    return SearchOptions(
-        k=request.k or (EXACT_DEFAULT_K if request.exact else settings.k),
-        threshold=pick(request.threshold, settings.threshold, calibrated[0]),
-        full_threshold=pick(request.full_threshold, settings.full_threshold, calibrated[1]),
-        budget=request.budget or settings.budget,
-        explain=request.explain,
-        expand=request.expand,
-        metadata_only=request.metadata_only or request.files_only,
-        files_only=request.files_only,
-        exact=request.exact,
-        match=request.match,
-        context=request.context,
-        policy=policies.DEFAULT_POLICY if settings.rank_rules else policies.DEFAULT_POLICY.plain(),
-        keep=result_filter(request) if request.filtered else None,
-    )
-
-
-def result_filter(request: SearchRequest) -> Callable[[Chunk], bool]:
-    """Whether a chunk passes the request's path globs, exclude globs and languages."""
-    wanted = [glob_to_regex(p) for p in request.paths]
-    unwanted = [glob_to_regex(p) for p in request.exclude]
-    languages = {name.lower() for name in request.language}
-
-    def keep(chunk: Chunk) -> bool:
-        if wanted and not matches_any(chunk.path, wanted):
-            return False
-        if unwanted and matches_any(chunk.path, unwanted):
-            return False
-        return not languages or (chunk.language or "").lower() in languages
-
-    return keep
+    def load(self, pooled: Iterable[tuple[Candidate, KindIndex]]) -> None:
+        """Reads the chunks of `pooled` not read yet (a chunk a writer removed since stays missing)."""
+        wanted: dict[int, tuple[KindIndex, list[int]]] = {}
+        for candidate, index in pooled:
+            if candidate.key not in self.of(index):
+                wanted.setdefault(id(index), (index, []))[1].append(candidate.key)
+        for index, keys in wanted.values():
+            self.of(index).update(index.store.chunks(keys))
 
 
 def search(
@@ -220,28 +101,59 @@ def search(
     coverages = [index.coverage() for index in sources]
     total = sum(c.chunks for c in coverages)
     embedded = sum(c.embedded for c in coverages)
+    cache = ChunkCache()
+    pooled = retrieve_all(sources, embed_query if embedded else None, query, options)
+    pooled = rank(pooled, sources, query, options, cache)
+    above = cut(pooled, query, options)
+    grouped = group(above, options, cache)
+    chosen = grouped[: options.k]
+    hits, spare_text = make_hits(chosen, options, cache, is_stale)
+    if options.expand:
+        neighbours = _neighbours(hits, list(sources), options)
+        hits.extend(neighbours)
+        spare_text.extend([None] * len(neighbours))
+    kept, used, left_out = pack(hits, options.budget, count_tokens, spare_text)
+    return SearchResponse(
+        query=query,
+        results=tuple(kept),
+        tokens_used=used,
+        budget=options.budget,
+        omitted=left_out + max(0, len(grouped) - options.k),
+        threshold=options.threshold,
+        full_threshold=options.full_threshold,
+        model=sources[0].store.manifest.model_id if sources else "",
+        dense_coverage=1.0 if total == 0 else round(embedded / total, 4),
+    )
+
+
+def retrieve_all(
+    sources: Sequence[KindIndex],
+    embed_query: Callable[[str], np.ndarray] | None,
+    query: str,
+    options: SearchOptions,
+) -> Pooled:
+    """Every source's fused candidates (lexical only when no vector exists yet: then no model loads)."""
     depth = max(options.k * 3, CANDIDATE_FLOOR) * (FILTERED_DEPTH if options.keep is not None else 1)
-    if embed_query is not None and embedded:
-        vector, lexical = _embed_beside_lexical(sources, embed_query, query, depth)
+    if embed_query is not None:
+        vector, lexical = embed_beside_lexical(sources, embed_query, query, depth)
     else:
         vector, lexical = None, [lexical_candidates(index, query, depth) for index in sources]
-    pooled = [
+    return [
         (candidate, index)
         for index, hits in zip(sources, lexical, strict=True)
         for candidate in retrieve(index, query, vector, depth, options.policy, hits)
     ]
-    # Fused scores are rank-based, so lists from different stores merge on them directly. Code candidates then go
-    # through the ranking rules, which need their chunks' names and paths.
-    by_index: dict[int, dict[int, Chunk]] = {}
+
+
+def rank(pooled: Pooled, sources: Sequence[KindIndex], query: str, options: SearchOptions, cache: ChunkCache) -> Pooled:
+    """The filters, then the ranking policy's rules on the fused scores, then per-file diversity. Fused scores are
+    rank-based, so lists from different stores merge on them directly; the rules need the chunks' names and paths."""
     mixed = {index.kind for index in sources} == {"code", "docs"}
-    for index in sources:
-        keys = [c.key for c, owner in pooled if owner is index]
-        wanted = keys and (index.kind == "code" or mixed or options.keep is not None)
-        by_index[id(index)] = index.store.chunks(keys) if wanted else {}
+    cache.load((c, index) for c, index in pooled if index.kind == "code" or mixed or options.keep is not None)
     if options.keep is not None:  # filters first: what they drop takes no place in the ranking
         keep = options.keep
-        pooled = [(c, index) for c, index in pooled if (m := by_index[id(index)].get(c.key)) is not None and keep(m)]
-    ranked = [(c, by_index[id(index)].get(c.key)) for c, index in pooled]
+        pooled = [(c, index) for c, index in pooled if (m := cache.get(index, c.key)) is not None and keep(m)]
+    ranked = [(c, cache.get(index, c.key)) for c, index in pooled]
     fusion, rules = options.policy.fusion, options.policy.rules
     if any(index.kind != "code" for index in sources):  # doc sections cannot earn it: it would tilt a mixed answer
         rules = replace(rules, file_coherence=0.0)
@@ -251,16 +163,43 @@ def search(
     order = sorted(range(len(pooled)), key=lambda i: (-pooled[i][0].fused, pooled[i][0].dense_rank or 10**9))
     ranked = [ranked[i] for i in order]
     pooled = [pooled[i] for i in order]
-    order = diversify(ranked, options.policy.rules)
-    pooled = [pooled[i] for i in order]
-    # An exact identifier match, and the definition of an asked name, stay even under the similarity threshold: names
-    # are what dense vectors miss. A chunk with no vector yet cannot be judged by similarity: its lexical rank decides.
+    return [pooled[i] for i in diversify(ranked, options.policy.rules)]
+
+
+def cut(pooled: Pooled, query: str, options: SearchOptions) -> Pooled:
+    """What passes the similarity cut. An exact identifier match, and the definition of an asked name, stay even
+    under the threshold: names are what dense vectors miss. A chunk with no vector yet cannot be judged by
+    similarity: its lexical rank decides."""
     bare_name = _BARE_NAME.fullmatch(query) is not None
-    above = [
+    fusion = options.policy.fusion
+    return [
         (c, index)
         for c, index in pooled
         if c.exact or "defines" in c.rules or _relevant(c, options.threshold, fusion, bare_name)
     ]
+
+
+def group(above: Pooled, options: SearchOptions, cache: ChunkCache) -> Pooled:
+    """One result per entity (its parts merged), or with --files the best chunk of each file standing for it."""
+    if not options.files_only:
+        return _one_per_entity(above, cache, options.k)
+    cache.load(above)
+    seen_paths: set[str] = set()
+    first_per_file = []
+    for c, index in above:
+        meta = cache.get(index, c.key)
+        if meta is not None and meta.path not in seen_paths:
+            seen_paths.add(meta.path)
+            first_per_file.append((c, index))
+    return first_per_file
+
+
+def make_hits(
+    chosen: Pooled, options: SearchOptions, cache: ChunkCache, is_stale: Callable[[str], bool] | None
+) -> tuple[list[SearchHit], list[str | None]]:
+    """The results, full text for strong matches, and beside them the text of the others (theirs if the budget has
+    room: budget.pack decides)."""
+    cache.load(chosen)
     stale: dict[str, bool] = {}
 
     def stale_for(path: str) -> bool:
@@ -270,30 +209,10 @@ def search(
             stale[path] = is_stale(path)
         return stale[path]
 
-    if not options.files_only:
-        above = _one_per_entity(above, by_index, options.k)
-    if options.files_only:  # the best chunk of each file stands for it
-        for index in sources:
-            keys = [c.key for c, owner in above if owner is index and c.key not in by_index[id(index)]]
-            if keys:
-                by_index[id(index)].update(index.store.chunks(keys))
-        seen_paths: set[str] = set()
-        first_per_file = []
-        for c, index in above:
-            meta = by_index[id(index)].get(c.key)
-            if meta is not None and meta.path not in seen_paths:
-                seen_paths.add(meta.path)
-                first_per_file.append((c, index))
-        above = first_per_file
-    chosen = above[: options.k]
-    for index in sources:
-        keys = [c.key for c, owner in chosen if owner is index and c.key not in by_index[id(index)]]
-        if keys:
-            by_index[id(index)].update(index.store.chunks(keys))
     hits = []
-    spare_text: list[str | None] = []  # the text of results under full_threshold: theirs if the budget has room
+    spare_text: list[str | None] = []
     for candidate, index in chosen:
-        chunk = by_index[id(index)].get(candidate.key)
+        chunk = cache.get(index, candidate.key)
         if chunk is None:  # removed by a writer since the candidates were read
             continue
         strong = (
@@ -309,7 +228,7 @@ def search(
             _hit(
                 chunk,
                 score=None if candidate.cosine is None else round(candidate.cosine, 4),
-                relevance=relevance(candidate.final, fusion),
+                relevance=relevance(candidate.final, options.policy.fusion),
                 content=chunk.content if full else None,
                 stale=stale_for(chunk.path),
                 explain=_explain(candidate) if options.explain else None,
@@ -318,47 +237,36 @@ def search(
             )
         )
         spare_text.append(None if full or options.metadata_only else chunk.content)
-    if options.expand:
-        neighbours = _neighbours(hits, list(sources), options)
-        hits.extend(neighbours)
-        spare_text.extend([None] * len(neighbours))
-    kept, used, left_out = pack(hits, options.budget, count_tokens, spare_text)
-    return SearchResponse(
-        query=query,
-        results=tuple(kept),
-        tokens_used=used,
-        budget=options.budget,
-        omitted=left_out + max(0, len(above) - options.k),
-        threshold=options.threshold,
-        full_threshold=options.full_threshold,
-        model=sources[0].store.manifest.model_id if sources else "",
-        dense_coverage=1.0 if total == 0 else round(embedded / total, 4),
-    )
+    return hits, spare_text
 
 
-def _embed_beside_lexical(
-    sources: Sequence[KindIndex], embed_query: Callable[[str], np.ndarray], query: str, depth: int
-) -> tuple[np.ndarray, list[list[tuple[int, float]]]]:
-    """The query vector and every source's lexical candidates, the lexical searches running in a thread while the
-    model embeds (both release the GIL: onnxruntime and SQLite do their work in C)."""
-    lexical: list[list[tuple[int, float]]] = []
-    failure: list[BaseException] = []
-
-    def lexical_side() -> None:
-        try:
-            lexical.extend(lexical_candidates(index, query, depth) for index in sources)
-        except BaseException as exc:  # re-raised in the caller's thread
-            failure.append(exc)
-
-    worker = threading.Thread(target=lexical_side, name="knowledge-lexical")
-    worker.start()
-    try:
-        vector = embed_query(query)
-    finally:
-        worker.join()
-    if failure:
-        raise failure[0]
-    return vector, lexical
+def _one_per_entity(above: Pooled, cache: ChunkCache, k: int) -> Pooled:
+    """Parts of one entity or section among the first `k` results become one result at the best part's place, with
+    the entity's whole text and line range (parts not ranked are read from the store)."""
+    groups: dict[tuple[int, str], list[int]] = {}
+    position = 0
+    while position < len(above) and len(groups) < k:
+        batch = above[position : position + 4 * k]
+        cache.load(batch)
+        for offset, (candidate, index) in enumerate(batch):
+            chunk = cache.get(index, candidate.key)
+            key = (id(index), group_key(chunk.id) if chunk is not None else f"#{candidate.key}")
+            if key in groups or len(groups) < k:
+                groups.setdefault(key, []).append(position + offset)
+        position += len(batch)
+    dropped: set[int] = set()
+    for (_, entity), positions in groups.items():
+        if len(positions) < 2:
+            continue
+        best, index = above[positions[0]]
+        first = cache.of(index)[best.key]
+        parts = [chunk for chunk in index.store.chunks_of_path(first.path) if group_key(chunk.id) == entity]
+        cache.of(index)[best.key] = merge(parts or [first])
+        cosines = [cosine for p in positions if (cosine := above[p][0].cosine) is not None]
+        best.cosine = max(cosines) if cosines else best.cosine
+        dropped.update(positions[1:])
+    kept = [item for n, item in enumerate(above[:position]) if n not in dropped]
+    return kept + above[position:]
 
 
 def _hit(chunk: Chunk, **fields: object) -> SearchHit:
@@ -390,40 +298,6 @@ def relevance(final: float, params: FusionParams) -> float:
     tells apart never show the same value; it never rises down a list of results, unlike the cosine beside it."""
     ideal = (params.dense_weight + params.lexical_weight) / (params.k + 1)
     return round(final / ideal, 3) if ideal > 0 else 0.0
-
-
-def _one_per_entity(
-    above: list[tuple[Candidate, KindIndex]], by_index: dict[int, dict[int, Chunk]], k: int
-) -> list[tuple[Candidate, KindIndex]]:
-    """Parts of one entity or section among the first `k` results become one result at the best part's place, with
-    the entity's whole text and line range (parts not ranked are read from the store)."""
-    groups: dict[tuple[int, str], list[int]] = {}
-    position = 0
-    while position < len(above) and len(groups) < k:
-        batch = above[position : position + 4 * k]
-        for index in {id(owner): owner for _, owner in batch}.values():
-            keys = [c.key for c, owner in batch if owner is index and c.key not in by_index[id(index)]]
-            if keys:
-                by_index[id(index)].update(index.store.chunks(keys))
-        for offset, (candidate, index) in enumerate(batch):
-            chunk = by_index[id(index)].get(candidate.key)
-            key = (id(index), group_key(chunk.id) if chunk is not None else f"#{candidate.key}")
-            if key in groups or len(groups) < k:
-                groups.setdefault(key, []).append(position + offset)
-        position += len(batch)
-    dropped: set[int] = set()
-    for (owner, entity), positions in groups.items():
-        if len(positions) < 2:
-            continue
-        best, index = above[positions[0]]
-        first = by_index[owner][best.key]
-        parts = [chunk for chunk in index.store.chunks_of_path(first.path) if group_key(chunk.id) == entity]
-        by_index[owner][best.key] = merge(parts or [first])
-        cosines = [cosine for p in positions if (cosine := above[p][0].cosine) is not None]
-        best.cosine = max(cosines) if cosines else best.cosine
-        dropped.update(positions[1:])
-    kept = [item for n, item in enumerate(above[:position]) if n not in dropped]
-    return kept + above[position:]
 
 
 def _relevant(candidate: Candidate, threshold: float, params: FusionParams, bare_name: bool = False) -> bool:

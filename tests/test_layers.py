@@ -13,8 +13,15 @@ LAYERS = {
     "facade": ("knowledge.kb", "knowledge.model_access"),
     "use cases": (
         "knowledge.indexer",
+        "knowledge.embed_pass",
+        "knowledge.serving",
+        "knowledge.status",
+        "knowledge.drift_notes",
+        "knowledge.doc_lint",
         "knowledge.chunk_files",
         "knowledge.search",
+        "knowledge.search_options",
+        "knowledge.retrieval",
         "knowledge.grep",
         "knowledge.kind",
         "knowledge.hooks",
@@ -43,6 +50,7 @@ LAYERS = {
         "knowledge.references",
         "knowledge.path_gate",
         "knowledge.policy",
+        "knowledge.globs",
     ),
 }
 ORDER = list(LAYERS)

@@ -94,7 +94,8 @@ def test_a_warm_knowledge_base_answers_as_a_cold_one_before_and_after_a_commit(r
     warm.keep_warm()  # in the background, as a server does
     store = warm.index("docs").store
     deadline = time.monotonic() + 30
-    while store._lexical._lexicon.search(["index"], 5, store._meta("chunks_version")) is None and time.monotonic() < deadline:
+    lexicon = store._lexical._lexicon
+    while lexicon.search(["index"], 5, store._meta("chunks_version")) is None and time.monotonic() < deadline:
         time.sleep(0.05)
     assert store._lexical._lexicon.search(["index"], 5, store._meta("chunks_version")) is not None
 

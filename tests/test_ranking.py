@@ -274,7 +274,8 @@ def test_a_header_gives_way_to_its_source_file():
 
 def test_a_bare_name_query_keeps_the_lexical_matches_a_sentence_would_cut():
     from knowledge.policy import DEFAULT_POLICY
-    from knowledge.search import Candidate, _relevant
+    from knowledge.retrieval import Candidate
+    from knowledge.search import _relevant
 
     weak_vector = Candidate(key=1, cosine=0.05, lexical_rank=3)  # a one-letter name: its vector says nothing
     assert _relevant(weak_vector, 0.38, DEFAULT_POLICY.fusion, bare_name=True)
@@ -284,7 +285,8 @@ def test_a_bare_name_query_keeps_the_lexical_matches_a_sentence_would_cut():
 
 def test_the_relevance_pass_needs_both_lists():
     from knowledge.policy import DEFAULT_POLICY
-    from knowledge.search import Candidate, _relevant
+    from knowledge.retrieval import Candidate
+    from knowledge.search import _relevant
 
     lone_dense = Candidate(
         key=1, cosine=0.27, dense_rank=1, final=0.5
@@ -340,7 +342,8 @@ def test_results_the_evidence_tells_apart_never_show_the_same_relevance(git_repo
 def test_with_rank_rules_off_the_order_is_plain_reciprocal_rank_fusion(git_repo):
     from knowledge.lexical import terms
     from knowledge.policy import DEFAULT_POLICY
-    from knowledge.search import CANDIDATE_FLOOR, lexical_scale
+    from knowledge.retrieval import lexical_scale
+    from knowledge.search import CANDIDATE_FLOOR
 
     files = {f"src/mod{i}.py": f"def handler_{i}(request):\n    return request.body{i} + {i}\n" for i in range(12)}
     files["src/registry.py"] = "def register_view(name, view):\n    ROUTES[name] = view\n"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -18,6 +19,24 @@ os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
+
+
+@dataclass(frozen=True, slots=True)
+class ModelIdentity:
+    """What an index needs to know of its model without loading it."""
+
+    model_id: str
+    variant: str
+    dims: int
+    fingerprint: str  # of the built model; empty for models that cannot be cached
+
+
+class TokenCounter(Protocol):
+    """What chunking needs of a model: its token limit and its token count."""
+
+    max_tokens: int
+
+    def count_tokens(self, text: str) -> int: ...
 
 
 class Embedder(Protocol):

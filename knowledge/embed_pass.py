@@ -1,0 +1,228 @@
+"""Indexing, phase two: the model fills in the vectors phase one could not take from the cache, batch by batch;
+each batch is committed (and cached), so an interrupted run resumes where it stopped. One runner per index at a time
+(`embed.lock`); others leave it the work. Progress after every model batch, with the whole index's ETA."""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+from .fs import is_locked, private_dir
+from .indexer import ProgressCallback
+from .records import Progress
+from .store import ChunkStore, EmbedProgress, embed_lock_path, index_dir
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+    from .embedding.cache import EmbeddingCache
+
+EMBED_BATCH = 256  # chunks per committed batch: small enough to lose little when killed
+PROGRESS_SECONDS = 2.0
+
+
+class DocumentEmbedder(Protocol):
+    def embed_documents(
+        self, texts: list[str], on_batch: Callable[[int], None] | None = None
+    ) -> npt.NDArray[np.float32]: ...
+
+
+@contextlib.contextmanager
+def try_lock(path: Path) -> Iterator[bool]:
+    """A non-blocking exclusive flock: yields whether it was taken."""
+    private_dir(path.parent)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
+
+
+@dataclass(slots=True)
+class EmbedResult:
+    embedded: int = 0  # run through the model
+    reused: int = 0  # found in the cache
+    ran: bool = False  # False when another process was already embedding
+    seconds: float = 0.0
+
+
+def embed_pending(
+    root: Path,
+    stores: list[ChunkStore],
+    embedder: Callable[[], DocumentEmbedder],
+    cache: EmbeddingCache | None,
+    writer_lock: Callable[[], contextlib.AbstractContextManager[None]],
+    on_progress: ProgressCallback | None = None,
+    compact_at_end: bool = False,
+) -> EmbedResult:
+    """Give every pending chunk its vector, batch by batch; the model loads only if the cache lacks something."""
+    result = EmbedResult()
+    started = time.monotonic()
+    try:
+        _embed_all(root, stores, embedder, cache, writer_lock, on_progress, compact_at_end, result)
+    finally:
+        result.seconds = round(time.monotonic() - started, 3)
+    return result
+
+
+def _embed_all(
+    root: Path,
+    stores: list[ChunkStore],
+    embedder: Callable[[], DocumentEmbedder],
+    cache: EmbeddingCache | None,
+    writer_lock: Callable[[], contextlib.AbstractContextManager[None]],
+    on_progress: ProgressCallback | None,
+    compact_at_end: bool,
+    result: EmbedResult,
+) -> None:
+    while True:
+        with try_lock(embed_lock_path(root)) as mine:
+            if not mine:
+                return
+            result.ran = True
+            sizes = [store.pending_size() for store in stores]
+            tracker = _Tracker(sum(n for n, _ in sizes), sum(c for _, c in sizes))
+            for store in stores:
+                _embed_store(store, embedder, cache, writer_lock, on_progress, result, tracker)
+                if compact_at_end:
+                    with writer_lock():
+                        store.compact(force=True)
+        # Released: anything committed since is either ours to take (lock free) or the next runner's.
+        if not any(store.pending_size()[0] for store in stores):
+            return
+
+
+@dataclass(slots=True)
+class _Tracker:
+    """One embedding pass over every store: its rate and ETA are the whole index's, not the running store's."""
+
+    chunks_total: int = 0
+    chars_total: int = 0
+    chars_done: int = 0  # settled: batches committed
+    chars_embedded: int = 0  # of those, what the model embedded (not the cache): the rate's numerator
+    chars_in_flight: float = 0.0  # estimated progress inside the batch the model is on
+    started: float = field(default_factory=time.monotonic)
+
+    def rate(self) -> float:
+        embedded = self.chars_embedded + self.chars_in_flight
+        return embedded / max(1e-6, time.monotonic() - self.started) if embedded else 0.0
+
+    def progress(self, done: int, total: int) -> EmbedProgress:
+        chars_done = round(self.chars_done + self.chars_in_flight)
+        return EmbedProgress(
+            done, max(total, done), chars_done, max(self.chars_total, chars_done), self.rate(), time.time()
+        )
+
+
+def _report_within(report: Callable[[int], None], before: int, cap: int, embedded: int) -> None:
+    report(before + min(embedded, cap))
+
+
+def _embed_tracked(
+    embedder: DocumentEmbedder, texts: list[str], tracker: _Tracker, on_texts: Callable[[int], None]
+) -> npt.NDArray[np.float32]:
+    """Vectors of `texts`, with `on_texts(how many so far)` after each of the model's own batches."""
+    chars_per_text = sum(map(len, texts)) / len(texts)
+    embedded = 0
+
+    def within(count: int) -> None:
+        nonlocal embedded
+        embedded += count
+        tracker.chars_in_flight = embedded * chars_per_text
+        on_texts(embedded)
+
+    try:
+        return embedder.embed_documents(texts, on_batch=within)
+    finally:
+        tracker.chars_in_flight = 0.0
+
+
+def _embed_store(
+    store: ChunkStore,
+    embedder: Callable[[], DocumentEmbedder],
+    cache: EmbeddingCache | None,
+    writer_lock: Callable[[], contextlib.AbstractContextManager[None]],
+    on_progress: ProgressCallback | None,
+    result: EmbedResult,
+    tracker: _Tracker,
+) -> None:
+    total, _ = store.pending_size()
+    if total == 0:
+        return
+    done = 0
+    last_report = 0.0
+
+    def report(done_now: int) -> None:
+        """Progress after every model batch (seconds apart), not only per committed batch (minutes on 2 cores)."""
+        nonlocal last_report
+        progress = tracker.progress(done_now, total)
+        now = time.monotonic()
+        if now - last_report >= PROGRESS_SECONDS:
+            last_report = now
+            store.record_progress(progress)
+        if on_progress is not None:
+            on_progress(Progress(f"embedding {store.kind}", progress.done, progress.total, progress.eta_seconds))
+
+    try:
+        while True:
+            batch = store.pending(EMBED_BATCH)
+            if not batch:
+                break
+            known = cache.get_many([p.content_hash for p in batch]) if cache is not None else {}
+            missing = [p for p in batch if p.content_hash not in known]
+            fresh: dict[str, npt.NDArray[np.float32]] = {}
+            if missing:
+                texts = list(dict.fromkeys(p.embed_text for p in missing))
+                before, cap = done + len(batch) - len(missing), len(missing)
+                vectors = _embed_tracked(embedder(), texts, tracker, partial(_report_within, report, before, cap))
+                tracker.chars_embedded += sum(len(p.embed_text) for p in missing)
+                by_text = dict(zip(texts, vectors, strict=True))
+                fresh = {p.content_hash: by_text[p.embed_text] for p in missing}
+                if cache is not None:
+                    cache.put_many(fresh)
+            with writer_lock():
+                store.add_vectors({p.key: {**known, **fresh}[p.content_hash] for p in batch})
+                store.compact()
+            result.embedded += len(missing)
+            result.reused += len(batch) - len(missing)
+            done += len(batch)
+            tracker.chars_done += sum(len(p.embed_text) for p in batch)
+            report(done)
+    finally:
+        store.record_progress(None)
+
+
+def embed_in_background(root: Path) -> bool:
+    """Start a detached `knowledge embed` for pending chunks; False when one is already running."""
+    if is_locked(embed_lock_path(root)):
+        return False
+    log = index_dir(root) / "logs" / "embed.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("ab") as out:
+        subprocess.Popen(
+            [sys.executable, "-m", "knowledge", "-C", str(root), "embed", "--quiet"],
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=out,
+            start_new_session=True,
+            env={**os.environ},
+        )
+    return True
