@@ -1,4 +1,4 @@
-"""Which files are indexed and as what: discovery (git or a .gitignore-aware walk), globs, decoding, hashing."""
+"""Which files are indexed and as what: discovery (git or a .gitignore-aware walk), decoding, hashing."""
 
 from __future__ import annotations
 

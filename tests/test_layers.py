@@ -1,5 +1,7 @@
-"""Imports flow one way: frontends -> facade -> use cases -> adapters -> leaves. A module may import from its own
-layer or any layer below it, never from one above."""
+"""Imports flow one way: frontends -> facade -> use cases -> adapters -> leaves -> shared records. A module imports from
+its own component, or from a layer below it; never from one above, never in a cycle, and across components of one
+layer only where SIDEWAYS says why. Frontends reach only the facade and the shared records (and what FRONTEND_REACH
+names). Imports inside functions count too: they are imports all the same."""
 
 import ast
 from pathlib import Path
@@ -10,14 +12,10 @@ PACKAGE = Path(__file__).parent.parent / "knowledge"
 
 LAYERS = {
     "frontends": ("knowledge.cli", "knowledge.server", "knowledge.client", "knowledge.launcher", "knowledge.__main__"),
-    "facade": ("knowledge.kb", "knowledge.model_access"),
+    "facade": ("knowledge.kb", "knowledge.admin", "knowledge.model_access"),
     "use cases": (
         "knowledge.indexer",
         "knowledge.embed_pass",
-        "knowledge.serving",
-        "knowledge.status",
-        "knowledge.drift_notes",
-        "knowledge.doc_lint",
         "knowledge.chunk_files",
         "knowledge.search",
         "knowledge.search_options",
@@ -26,18 +24,20 @@ LAYERS = {
         "knowledge.kind",
         "knowledge.hooks",
         "knowledge.drift",
+        "knowledge.drift_notes",
         "knowledge.docs_for",
+        "knowledge.doc_lint",
         "knowledge.findability",
         "knowledge.ranking",
         "knowledge.pieces",
+        "knowledge.serving",
+        "knowledge.status",
         "knowledge.teams",
         "knowledge.llms_txt",
         "knowledge.agent_config",
     ),
     "adapters": ("knowledge.store", "knowledge.embedding", "knowledge.git", "knowledge.corpus", "knowledge.chunking"),
     "leaves": (
-        "knowledge.records",
-        "knowledge.errors",
         "knowledge.fs",
         "knowledge.config",
         "knowledge.lexical",
@@ -45,15 +45,51 @@ LAYERS = {
         "knowledge.render",
         "knowledge.callgraph",
         "knowledge.request",
-        "knowledge.version",
         "knowledge.secrets",
         "knowledge.references",
         "knowledge.path_gate",
         "knowledge.policy",
         "knowledge.globs",
     ),
+    "shared": ("knowledge.records", "knowledge.errors", "knowledge.version"),
 }
 ORDER = list(LAYERS)
+
+# What a frontend may reach below the facade: the request it sends and the rendering of the answer it gets.
+FRONTEND_REACH = {"knowledge.request", "knowledge.render"}
+
+# Imports across components of one layer, each with its reason. Anything else across a layer is a defect.
+SIDEWAYS = {
+    # facade: the knowledge base holds the model access; admin reads an index's variant through the knowledge base
+    ("knowledge.kb", "knowledge.model_access"): "the facade's model half",
+    ("knowledge.admin", "knowledge.kb"): "`config` shows the variant an existing index was built with",
+    # use cases work on one index of one kind: KindIndex is their common ground
+    ("knowledge.indexer", "knowledge.kind"): "indexes a KindIndex",
+    ("knowledge.search", "knowledge.kind"): "searches KindIndexes",
+    ("knowledge.retrieval", "knowledge.kind"): "reads a KindIndex's candidates",
+    ("knowledge.grep", "knowledge.kind"): "greps the files a KindIndex holds",
+    ("knowledge.serving", "knowledge.kind"): "a chunk's current lines",
+    ("knowledge.status", "knowledge.kind"): "counts and freshness of KindIndexes",
+    ("knowledge.drift_notes", "knowledge.kind"): "notes valid for one docs index",
+    ("knowledge.findability", "knowledge.kind"): "asks a docs KindIndex",
+    # the search pipeline's own steps
+    ("knowledge.search", "knowledge.retrieval"): "step 1, retrieve",
+    ("knowledge.search", "knowledge.ranking"): "step 2, the ranking rules",
+    ("knowledge.search", "knowledge.search_options"): "what one search runs with",
+    ("knowledge.search", "knowledge.pieces"): "step 4, parts of one entity merged",
+    ("knowledge.search", "knowledge.grep"): "--exact/--substring/--regex answer by occurrences",
+    ("knowledge.retrieval", "knowledge.ranking"): "the asked names whose definitions join the candidates",
+    ("knowledge.ranking", "knowledge.pieces"): "a chunk's entity key",
+    ("knowledge.findability", "knowledge.search"): "findability asks through the product's own search",
+    # indexing, phase one then phase two
+    ("knowledge.indexer", "knowledge.chunk_files"): "chunks files in worker processes",
+    ("knowledge.embed_pass", "knowledge.indexer"): "phase two reuses phase one's cache and callbacks",
+    # adapters
+    ("knowledge.corpus", "knowledge.git"): "discovery lists git's files",
+    ("knowledge.store", "knowledge.git"): "a shared store keys an index by repository identity and branch",
+    # leaves
+    ("knowledge.config", "knowledge.fs"): "the user config file is read and written privately",
+}
 
 
 def layer_of(module: str) -> int:
@@ -66,6 +102,11 @@ def layer_of(module: str) -> int:
                 best = (rank, len(prefix))
     assert best is not None, f"{module} is in no layer: add it to LAYERS"
     return best[0]
+
+
+def component(module: str) -> str:
+    """`knowledge.store.local` -> `knowledge.store`: a package and its modules are one component."""
+    return ".".join(module.split(".")[:2])
 
 
 def module_name(path: Path, package_dir: Path = PACKAGE) -> str:
@@ -97,14 +138,99 @@ def imported_modules(path: Path, package_dir: Path = PACKAGE) -> list[tuple[str,
     return found
 
 
+def import_graph(root: Path) -> dict[str, dict[str, int]]:
+    """module -> {imported module: line}; a name imported from a package counts as the package unless it is a
+    module of it."""
+    modules = {module_name(path, root): path for path in sorted(root.rglob("*.py"))}
+
+    def existing(target: str) -> str:
+        while target not in modules and "." in target:
+            target = target.rsplit(".", 1)[0]
+        return target
+
+    graph: dict[str, dict[str, int]] = {}
+    for me, path in modules.items():
+        edges = graph.setdefault(me, {})
+        for target, line in imported_modules(path, root):
+            found = existing(target)
+            if found != me and found in modules:
+                edges.setdefault(found, line)
+    return graph
+
+
 def upward_imports(root: Path) -> list[str]:
     problems = []
-    for path in sorted(root.rglob("*.py")):
-        me = module_name(path, root)
+    for me, edges in sorted(import_graph(root).items()):
         mine = layer_of(me)
-        for target, line in imported_modules(path, root):
+        for target, line in sorted(edges.items()):
             if layer_of(target) < mine:
-                problems.append(f"{path.name}:{line} {me} ({ORDER[mine]}) imports {target} ({ORDER[layer_of(target)]})")
+                problems.append(f"{me}:{line} ({ORDER[mine]}) imports {target} ({ORDER[layer_of(target)]})")
+    return problems
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one node (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for other in graph.get(node, ()):
+            if other not in index:
+                visit(other)
+                low[node] = min(low[node], low[other])
+            elif other in on_stack:
+                low[node] = min(low[node], index[other])
+        if low[node] == index[node]:
+            members = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                members.append(member)
+                if member == node:
+                    break
+            if len(members) > 1:
+                found.append(sorted(members))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return sorted(found)
+
+
+def import_cycles(root: Path) -> list[list[str]]:
+    """Cycles between modules, then between components (`knowledge.store` as one node)."""
+    graph = import_graph(root)
+    modules = {me: set(edges) for me, edges in graph.items()}
+    components: dict[str, set[str]] = {}
+    for me, edges in graph.items():
+        components.setdefault(component(me), set()).update(
+            component(target) for target in edges if component(target) != component(me)
+        )
+    return cycles(modules) + cycles(components)
+
+
+def unlisted_crossings(root: Path) -> list[str]:
+    """Imports across components of one layer not in SIDEWAYS, and frontend imports past the facade."""
+    problems = []
+    for me, edges in sorted(import_graph(root).items()):
+        mine = layer_of(me)
+        for target, line in sorted(edges.items()):
+            theirs = layer_of(target)
+            pair = (component(me), component(target))
+            if ORDER[mine] == "frontends" and me != "knowledge":
+                allowed = ORDER[theirs] in {"frontends", "facade", "shared"} or component(target) in FRONTEND_REACH
+                if not allowed:
+                    problems.append(f"{me}:{line} (a frontend) reaches past the facade to {target}")
+            elif theirs == mine and pair[0] != pair[1] and pair not in SIDEWAYS:
+                problems.append(
+                    f"{me}:{line} imports {target} sideways ({ORDER[mine]}): list it in SIDEWAYS or move it"
+                )
     return problems
 
 
@@ -112,14 +238,60 @@ def test_no_module_imports_from_a_layer_above_it():
     assert upward_imports(PACKAGE) == []
 
 
+def test_no_import_cycle_between_modules_or_components():
+    assert import_cycles(PACKAGE) == []
+
+
+def test_every_import_across_a_layer_is_listed_and_frontends_stop_at_the_facade():
+    assert unlisted_crossings(PACKAGE) == []
+
+
+def test_every_listed_sideways_import_still_exists():
+    graph = import_graph(PACKAGE)
+    used = {(component(me), component(target)) for me, edges in graph.items() for target in edges}
+    assert sorted(set(SIDEWAYS) - used) == []
+
+
+def fake_package(tmp_path: Path, files: dict[str, str]) -> Path:
+    root = tmp_path / "knowledge"
+    for rel, text in {"__init__.py": "", "store/__init__.py": "", **files}.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    return root
+
+
 def test_the_check_catches_an_upward_import(tmp_path):
-    fake = tmp_path / "knowledge"
-    (fake / "store").mkdir(parents=True)
-    (fake / "__init__.py").write_text("")
-    (fake / "store" / "__init__.py").write_text("")
-    (fake / "store" / "local.py").write_text("def f():\n    from ..kb import KnowledgeBase\n")
-    problems = upward_imports(fake)
-    assert problems == ["local.py:2 knowledge.store.local (adapters) imports knowledge.kb (facade)"]
+    fake = fake_package(tmp_path, {"store/local.py": "def f():\n    from ..kb import KnowledgeBase\n", "kb.py": ""})
+    assert upward_imports(fake) == ["knowledge.store.local:2 (adapters) imports knowledge.kb (facade)"]
+
+
+def test_the_check_catches_a_cycle(tmp_path):
+    fake = fake_package(
+        tmp_path,
+        {"search.py": "from .ranking import rules\n", "ranking.py": "def f():\n    from .search import search\n"},
+    )
+    assert import_cycles(fake) == [["knowledge.ranking", "knowledge.search"]] * 2  # as modules and as components
+
+
+def test_the_check_catches_a_cycle_between_packages(tmp_path):
+    fake = fake_package(
+        tmp_path,
+        {"store/local.py": "from ..chunking import ids\n", "chunking/__init__.py": "", "chunking/ids.py": "",
+         "chunking/code.py": "from ..store import local\n"},
+    )  # fmt: skip
+    assert import_cycles(fake) == [["knowledge.chunking", "knowledge.store"]]
+
+
+def test_the_check_catches_an_unlisted_sideways_import_and_a_frontend_past_the_facade(tmp_path):
+    fake = fake_package(
+        tmp_path,
+        {"drift.py": "from .teams import setup\n", "teams.py": "", "config.py": "",
+         "cli/__init__.py": "from ..config import load_settings\n"},
+    )  # fmt: skip
+    assert unlisted_crossings(fake) == [
+        "knowledge.cli:1 (a frontend) reaches past the facade to knowledge.config",
+        "knowledge.drift:1 imports knowledge.teams sideways (use cases): list it in SIDEWAYS or move it",
+    ]
 
 
 @pytest.mark.parametrize("module", ["knowledge.store.local", "knowledge.kb", "knowledge.cli.daemon"])

@@ -2,14 +2,10 @@
 
 from __future__ import annotations
 
-import shutil
-import sys
-from pathlib import Path
-
 import click
 
-from ..agent_config import CLIENTS, SCOPES, apply, detect, plan, server_command
-from ..errors import KnowledgeError
+from .. import admin
+from ..admin import CLIENTS, SCOPES
 from .context import repository_root
 
 
@@ -38,19 +34,11 @@ def _options(command: click.Command) -> click.Command:
 
 def _run(ctx: click.Context, clients: tuple[str, ...], scope: str, dry_run: bool, remove: bool) -> None:
     root = repository_root(ctx)
-    home = Path.home()
-    chosen = list(clients) or detect(root, home, scope)
-    if not chosen:
-        raise KnowledgeError(
-            f"no agent's config folder found in {'this repository' if scope == 'project' else home}; "
-            f"name one: --client {'|'.join(sorted(CLIENTS))}"
-        )
-    command = server_command(shutil.which("knowledge"), sys.executable)
-    changes = plan(root, home, chosen, scope, command, remove=remove)
+    chosen, changes = admin.plan_agents(root, clients, scope, remove)
     if dry_run:
         click.echo("".join(change.diff(root) for change in changes), nl=False)
     else:
-        apply(changes)
+        admin.apply_agent_changes(changes)
     verb = "would change" if dry_run else ("removed from" if remove else "wrote")
     for change in changes:
         click.echo(f"{verb} {change.path}", err=True)

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from ..git import repo_root
+from .. import admin
 from ..server.resolve import answer, daemon_answer
 
 if TYPE_CHECKING:
@@ -25,8 +25,12 @@ def start_path(ctx: click.Context) -> Path:
 
 
 def repository_root(ctx: click.Context) -> Path:
-    path = start_path(ctx)
-    return repo_root(path) or path
+    return admin.repository_root(start_path(ctx))
+
+
+def overrides(ctx: click.Context) -> dict[str, Any]:
+    """The group's --model and --variant (None where not given)."""
+    return dict(ctx.find_root().obj["overrides"])
 
 
 def open_kb(ctx: click.Context, progress: ProgressPrinter | None = None, **overrides: Any) -> KnowledgeBase:  # noqa: ANN401

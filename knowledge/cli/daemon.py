@@ -8,7 +8,7 @@ import time
 
 import click
 
-from ..fs import private_dir
+from .. import admin
 from .context import daemon_call, open_kb, repository_root
 
 IDLE_TIMEOUT = click.option(
@@ -47,8 +47,7 @@ def daemon_start_command(ctx: click.Context, idle_timeout: int, wait_seconds: in
     if daemon_call(ctx, "status") is not None:
         click.echo(f"daemon already running for {root}", err=True)
         return
-    log = root / ".knowledge" / "logs" / "daemon.log"
-    private_dir(log.parent)
+    log = admin.log_folder(root) / "daemon.log"
     with log.open("ab") as out:
         subprocess.Popen(
             [sys.executable, "-m", "knowledge", "-C", str(root), "daemon", "run", "--idle-timeout", str(idle_timeout)],

@@ -13,9 +13,8 @@ from typing import Any
 
 import click
 
+from .. import admin
 from ..errors import KnowledgeError
-from ..fs import private_dir
-from ..git import repo_root
 
 EXIT_PROBLEMS = 1
 EXIT_INTERNAL = 3
@@ -54,12 +53,11 @@ class KnowledgeGroup(click.Group):
 def _log_traceback(ctx: click.Context) -> str:
     """Writes the traceback under .knowledge/logs/; '; details in PATH', or '' when it cannot be written."""
     try:
-        path = Path(ctx.find_root().obj["path"]).resolve()
-        log = (repo_root(path) or path) / ".knowledge" / "logs" / "last-error.log"
+        root = admin.repository_root(Path(ctx.find_root().obj["path"]))
     except Exception:  # no git, unreadable folder: the message still goes out
-        log = Path.cwd() / ".knowledge" / "logs" / "last-error.log"
+        root = Path.cwd()
     try:
-        private_dir(log.parent)
+        log = admin.log_folder(root) / "last-error.log"
         log.write_text(traceback.format_exc(), encoding="utf-8")
     except OSError:
         return ""

@@ -6,10 +6,11 @@ from typing import TYPE_CHECKING
 
 import click
 
-from .context import repository_root, start_path
+from .. import admin
+from .context import start_path
 
 if TYPE_CHECKING:
-    from ..hooks import HookState
+    from ..admin import HookState
 
 
 @click.group("hooks")
@@ -31,9 +32,7 @@ def hooks_install_command(ctx: click.Context) -> None:
     \b
     knowledge hooks install
     """
-    from .. import hooks
-
-    _print_hook_states(hooks.install(start_path(ctx)))
+    _print_hook_states(admin.install_hooks(start_path(ctx)))
 
 
 @hooks_group.command("uninstall")
@@ -44,9 +43,7 @@ def hooks_uninstall_command(ctx: click.Context) -> None:
     \b
     knowledge hooks uninstall
     """
-    from .. import hooks
-
-    _print_hook_states(hooks.uninstall(start_path(ctx)))
+    _print_hook_states(admin.uninstall_hooks(start_path(ctx)))
 
 
 @hooks_group.command("status")
@@ -57,10 +54,8 @@ def hooks_status_command(ctx: click.Context) -> None:
     \b
     knowledge hooks status
     """
-    from .. import hooks
-
-    _print_hook_states(hooks.status(start_path(ctx)))
-    log = repository_root(ctx) / hooks.LOG
+    _print_hook_states(admin.hook_states(start_path(ctx)))
+    log = admin.hook_log(start_path(ctx))
     if log.is_file():
         click.echo(f"last lines of {log}:")
         for line in log.read_text(encoding="utf-8", errors="replace").splitlines()[-5:]:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import click
 
-from ..config import load_settings
-from .context import repository_root
+from .. import admin
+from .context import overrides, repository_root
 from .progress import interactive
 
 
@@ -30,21 +30,10 @@ def model_install_command(
     knowledge model install
     knowledge model install all-MiniLM-L6-v2
     """
-    from ..embedding import model_spec
-    from ..embedding.fetch import fetch_weights
-    from ..embedding.install import build_model
-    from ..embedding.weights import weights_installed
-
-    settings, sources = load_settings(repository_root(ctx), ctx.find_root().obj["overrides"])
-    spec = model_spec(name or settings.model)
-    chosen = variant or (settings.model_variant if sources["model_variant"] != "default" else spec.default_variant)
-    say = (lambda message: click.echo(f"{spec.name}: {message}", err=True)) if interactive(quiet) else None
-    if not weights_installed(spec) and not no_fetch:
-        if not quiet:
-            click.echo(f"{spec.name}: installing {', '.join(spec.pinned_packages)} (--no-deps)", err=True)
-        fetch_weights(spec)
-    installed = build_model(settings.home, spec, chosen, say)
-    click.echo(f"{spec.name} ({chosen}) ready: {installed.path} (min cosine to reference {installed.min_cosine:.6f})")
+    say = (lambda message: click.echo(message, err=True)) if interactive(quiet) else None
+    announce = None if quiet else (lambda message: click.echo(message, err=True))
+    line = admin.install_model(repository_root(ctx), overrides(ctx), name, variant, not no_fetch, announce, say)
+    click.echo(line)
 
 
 @model_group.command("list")
@@ -55,12 +44,5 @@ def model_list_command(ctx: click.Context) -> None:
     \b
     knowledge model list
     """
-    from ..embedding import MODELS
-    from ..embedding.install import installed_model
-    from ..embedding.weights import weights_installed
-
-    settings, _ = load_settings(repository_root(ctx), ctx.find_root().obj["overrides"])
-    for spec in MODELS.values():
-        built = [v for v in ("fp32", "int8") if installed_model(settings.home, spec, v)]
-        weights = "weights installed" if weights_installed(spec) else f"weights missing ({spec.pip_hint})"
-        click.echo(f"{spec.name}  {spec.dims} dims  {weights}  built: {', '.join(built) or 'no'}")
+    for line in admin.model_lines(repository_root(ctx), overrides(ctx)):
+        click.echo(line)

