@@ -22,7 +22,7 @@ from .git import repo_root
 __all__ = ["CLIENTS", "SCOPES", "Change"]
 
 if TYPE_CHECKING:
-    from .hooks import HookState
+    from .hooks import HookState as HookState
 
 Overrides = dict[str, object]
 

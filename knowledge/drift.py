@@ -91,7 +91,9 @@ def _file_summary(history: _History, base: str, path: str) -> str:
     return "; ".join(parts)
 
 
-def _check_path(history: _History, chunk: Chunk, base: str, kind: str, path: str) -> tuple[str, str, list] | None:
+def _check_path(
+    history: _History, chunk: Chunk, base: str, kind: str, path: str
+) -> tuple[str, str, list[tuple[str, str]]] | None:
     """(status, summary, commits) for one path reference, or None when there is nothing to say."""
     exists = (
         path in history.tracked
@@ -124,7 +126,7 @@ def _body(history: _History, rev: str, path: str, name: str) -> str | None:
 
 def _check_symbol(
     history: _History, names: dict[str, list[Chunk]], base: str, name: str
-) -> tuple[str, str, list, int] | None:
+) -> tuple[str, str, list[tuple[str, str]], int] | None:
     found = names.get(name)
     if found:
         chunk = found[0]

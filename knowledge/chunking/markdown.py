@@ -75,11 +75,12 @@ def split_front_matter(source: SourceFile) -> tuple[dict[str, Any], str, int, Fi
     """(metadata, body, 0-based file line of body line 0, problem)."""
     import frontmatter
     import yaml
+    from frontmatter.default_handlers import YAMLHandler
 
     global _NoAliasLoader
     if _NoAliasLoader is None:
         _NoAliasLoader = _no_alias_loader()
-    handler = frontmatter.detect_format(source.text, [frontmatter.YAMLHandler()])
+    handler = frontmatter.detect_format(source.text, [YAMLHandler()])
     if handler is None:
         return {}, source.text, 0, None
     try:

@@ -144,7 +144,8 @@ def relative_position_buckets(length: int, num_buckets: int = 32, max_distance: 
     scale = np.float32(math.log(max_distance / max_exact))
     large = np.log(safe_n / np.float32(max_exact)) / scale * np.float32(half - max_exact)
     val_if_large = np.minimum(max_exact + large.astype(np.int64), half - 1)
-    return buckets + np.where(n < max_exact, n, val_if_large)
+    buckets_out: np.ndarray = buckets + np.where(n < max_exact, n, val_if_large)
+    return buckets_out
 
 
 def _position_slice(graph: _Graph, table: np.ndarray, offset: int, seq_len: str) -> str:

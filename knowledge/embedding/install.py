@@ -51,7 +51,8 @@ def reference_texts() -> list[str]:
 
 def reference_vectors(spec: ModelSpec) -> np.ndarray:
     with resources.files(__package__).joinpath(f"reference/{spec.name}.npy").open("rb") as handle:
-        return np.load(handle)
+        vectors: np.ndarray = np.load(handle)
+        return vectors
 
 
 def _read_installed(path: Path, spec: ModelSpec, variant: str) -> InstalledModel | None:

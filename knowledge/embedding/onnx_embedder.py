@@ -117,4 +117,6 @@ class OnnxEmbedder:
 
     def embed_query(self, text: str) -> npt.NDArray[np.float32]:
         """One unit vector for a query (these models use no query prefix)."""
-        return self._run(self.token_ids([text]))[0]
+        vectors: npt.NDArray[np.float32] = self._run(self.token_ids([text]))
+        first: npt.NDArray[np.float32] = vectors[0]
+        return first

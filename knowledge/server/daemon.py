@@ -24,7 +24,8 @@ def _peer_uid(connection: socket.socket) -> int | None:
         raw = connection.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
     except (OSError, AttributeError):  # not Linux: the socket's mode 600 is the guard
         return None
-    return struct.unpack("3i", raw)[1]
+    uid: int = struct.unpack("3i", raw)[1]
+    return uid
 
 
 class DaemonServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):

@@ -64,4 +64,5 @@ def answer(
             return data
     backend = backend_for(remote, local)
     method = getattr(backend, operation)
-    return method() if ROUTES[operation][0] == "GET" else method(params or {})
+    answered: dict[str, Any] = method() if ROUTES[operation][0] == "GET" else method(params or {})
+    return answered

@@ -119,7 +119,8 @@ class PostgresStore:
 
     def _all(self, sql: str, params: Sequence[object] = ()) -> list[Any]:
         with self._lock:
-            return self._conn.execute(sql, params).fetchall()
+            rows: list[Any] = self._conn.execute(sql, params).fetchall()
+        return rows
 
     def commit(self) -> str | None:
         row = self._one("SELECT commit FROM knowledge_indexes WHERE id = %s", (self.index_id,))
