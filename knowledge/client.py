@@ -6,9 +6,12 @@ import json
 import os
 import urllib.error
 import urllib.request
-from typing import Any
+from typing import TYPE_CHECKING
 
 from .errors import KnowledgeError
+
+if TYPE_CHECKING:
+    from .records import JsonObject
 
 TIMEOUT_SECONDS = 60
 
@@ -22,7 +25,7 @@ class RemoteBackend:
         if not self.token:
             raise KnowledgeError(f"{url}: set KNOWLEDGE_TOKEN to the server's token to use --remote")
 
-    def _call(self, method: str, path: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
+    def _call(self, method: str, path: str, body: JsonObject | None = None) -> JsonObject:
         data = json.dumps(body).encode() if body is not None else None
         request = urllib.request.Request(
             f"{self.url}{path}",
@@ -32,7 +35,7 @@ class RemoteBackend:
         )
         try:
             with urllib.request.urlopen(request, timeout=TIMEOUT_SECONDS) as response:
-                answer: dict[str, Any] = json.loads(response.read())
+                answer: JsonObject = json.loads(response.read())
                 return answer
         except urllib.error.HTTPError as exc:
             try:
@@ -43,26 +46,26 @@ class RemoteBackend:
         except (urllib.error.URLError, OSError) as exc:
             raise KnowledgeError(f"{self.url}: cannot reach the server ({getattr(exc, 'reason', exc)})") from exc
 
-    def search(self, params: dict[str, Any]) -> dict[str, Any]:
+    def search(self, params: JsonObject) -> JsonObject:
         return self._call("POST", "/v1/search", params)
 
-    def search_text(self, params: dict[str, Any]) -> dict[str, Any]:
+    def search_text(self, params: JsonObject) -> JsonObject:
         return self._call("POST", "/v1/search-text", params)
 
-    def source(self, params: dict[str, Any]) -> dict[str, Any]:
+    def source(self, params: JsonObject) -> JsonObject:
         return self._call("POST", "/v1/source", params)
 
-    def status(self) -> dict[str, Any]:
+    def status(self) -> JsonObject:
         return self._call("GET", "/v1/status")
 
-    def docs_for_file(self, params: dict[str, Any]) -> dict[str, Any]:
+    def docs_for_file(self, params: JsonObject) -> JsonObject:
         return self._call("POST", "/v1/docs-for-file", params)
 
-    def docs_for(self, params: dict[str, Any]) -> dict[str, Any]:
+    def docs_for(self, params: JsonObject) -> JsonObject:
         return self._call("POST", "/v1/docs-for", params)
 
-    def reindex(self, params: dict[str, Any]) -> dict[str, Any]:
+    def reindex(self, params: JsonObject) -> JsonObject:
         return self._call("POST", "/v1/reindex", params)
 
-    def llms_txt(self) -> dict[str, Any]:
+    def llms_txt(self) -> JsonObject:
         return self._call("GET", "/v1/llms-txt")

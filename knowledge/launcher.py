@@ -7,17 +7,20 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .records import JsonObject
 
 _FLAGS = {"--json": "json", "--metadata-only": "metadata_only", "--files": "files_only", "--exact": "exact"}
 _VALUES = {"-k": ("k", int), "--budget": ("budget", int), "--kind": ("kind", str)}
 
 
-def warm_search_params(argv: list[str]) -> tuple[dict[str, Any], bool] | None:
+def warm_search_params(argv: list[str]) -> tuple[JsonObject, bool] | None:
     """(search parameters, as JSON) for `search QUERY` with the simple options above; None for anything else."""
     if len(argv) < 2 or argv[0] != "search":
         return None
-    params: dict[str, Any] = {}
+    params: JsonObject = {}
     as_json = False
     rest = iter(argv[1:])
     for word in rest:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import asdict
-from typing import Any
+from typing import TYPE_CHECKING
 
 from .records import (
     DriftItem,
@@ -16,10 +16,13 @@ from .records import (
     SourceText,
 )
 
+if TYPE_CHECKING:
+    from .records import JsonObject
+
 SEARCH_FORMAT_VERSION = 1
 
 
-def search_to_dict(response: SearchResponse) -> dict[str, Any]:
+def search_to_dict(response: SearchResponse) -> JsonObject:
     """The versioned JSON schema of docs/json-output.md."""
     return {
         "format_version": SEARCH_FORMAT_VERSION,
@@ -111,7 +114,7 @@ def files_to_text(response: SearchResponse) -> str:
     return "".join(f"{hit.path}\n" for hit in response.results)
 
 
-def report_to_dict(report: IndexReport) -> dict[str, Any]:
+def report_to_dict(report: IndexReport) -> JsonObject:
     data = asdict(report)
     data["skipped"] = [str(p) for p in report.skipped]
     data["warnings"] = [str(p) for p in report.warnings]
@@ -141,7 +144,7 @@ def report_problems(report: IndexReport) -> list[FileProblem]:
     return [*report.skipped, *(p for p in report.warnings if not p.is_redaction)]
 
 
-def status_to_dict(status: IndexStatus) -> dict[str, Any]:
+def status_to_dict(status: IndexStatus) -> JsonObject:
     """The `knowledge status --json` document, which `GET /v1/status` and MCP `status` return as it is."""
     data = {"format_version": SEARCH_FORMAT_VERSION, **asdict(status)}
     data["skipped"] = [str(p) for p in status.skipped]
@@ -150,7 +153,7 @@ def status_to_dict(status: IndexStatus) -> dict[str, Any]:
     return data
 
 
-def status_from_dict(data: dict[str, Any]) -> IndexStatus:
+def status_from_dict(data: JsonObject) -> IndexStatus:
     """The inverse of status_to_dict, for answers that came from a server or the daemon."""
     fields = {**data}
     for name in ("skipped", "redactions"):
@@ -213,7 +216,7 @@ def _age(seconds: float) -> str:
     return f"{seconds:.0f}s"
 
 
-def source_to_dict(source: SourceText) -> dict[str, Any]:
+def source_to_dict(source: SourceText) -> JsonObject:
     return {"format_version": SEARCH_FORMAT_VERSION, **asdict(source), "lines": list(source.lines)}
 
 
@@ -222,11 +225,11 @@ def source_to_text(source: SourceText) -> str:
     return "".join(f"{n:>{width}}  {line}\n" for n, line in enumerate(source.lines, start=source.line_start))
 
 
-def hits_to_dict(hits: list[SearchHit]) -> dict[str, Any]:
+def hits_to_dict(hits: list[SearchHit]) -> JsonObject:
     return {"format_version": SEARCH_FORMAT_VERSION, "results": [asdict(hit) for hit in hits]}
 
 
-def search_from_dict(data: dict[str, Any]) -> SearchResponse:
+def search_from_dict(data: JsonObject) -> SearchResponse:
     """The inverse of search_to_dict, for answers that came over HTTP."""
     return SearchResponse(
         query=data["query"],
@@ -241,7 +244,7 @@ def search_from_dict(data: dict[str, Any]) -> SearchResponse:
     )
 
 
-def drift_to_dict(items: list[DriftItem]) -> dict[str, Any]:
+def drift_to_dict(items: list[DriftItem]) -> JsonObject:
     return {
         "format_version": SEARCH_FORMAT_VERSION,
         "broken": sum(1 for i in items if i.status == "broken"),
@@ -267,7 +270,7 @@ def drift_to_github(items: list[DriftItem]) -> str:
     return "".join(line + "\n" for line in out)
 
 
-def drift_to_sarif(items: list[DriftItem]) -> dict[str, Any]:
+def drift_to_sarif(items: list[DriftItem]) -> JsonObject:
     """SARIF 2.1.0, for code-scanning uploads: one result per drifted reference, located on the doc's lines."""
     rules = {
         "broken": ("broken-reference", "A doc refers to a file or entity that moved, was renamed or was removed."),
@@ -337,7 +340,7 @@ def hits_to_text(hits: list[SearchHit]) -> str:
     )
 
 
-def findability_to_dict(report: FindabilityReport) -> dict[str, Any]:
+def findability_to_dict(report: FindabilityReport) -> JsonObject:
     return {
         "format_version": SEARCH_FORMAT_VERSION,
         "description": asdict(report.description),

@@ -6,9 +6,12 @@ Fields left None mean "not asked": the core resolves them against the settings o
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from .errors import KnowledgeError
+
+if TYPE_CHECKING:
+    from .records import JsonObject
 
 KINDS_ASKED = ("all", "docs", "code")
 MATCH_MODES = ("word", "substring", "regex")
@@ -72,7 +75,7 @@ class SearchRequest:
         return bool(self.paths or self.exclude or self.language)
 
     @classmethod
-    def from_params(cls, params: dict[str, Any]) -> SearchRequest:
+    def from_params(cls, params: JsonObject) -> SearchRequest:
         """From JSON parameters (HTTP body, MCP arguments); unknown names are refused."""
         known = set(cls.__dataclass_fields__)
         unknown = sorted(set(params) - known)
@@ -83,7 +86,7 @@ class SearchRequest:
         values = {name: value for name, value in params.items() if value is not None}
         return cls(**values)
 
-    def to_params(self) -> dict[str, Any]:
+    def to_params(self) -> JsonObject:
         """JSON parameters with only what was asked (None and defaults left out)."""
         defaults = SearchRequest("x")
         return {

@@ -15,6 +15,7 @@ from ..server.resolve import answer, daemon_answer
 
 if TYPE_CHECKING:
     from ..kb import KnowledgeBase
+    from ..records import JsonObject
     from ..server.backend import Backend
     from .progress import ProgressPrinter
 
@@ -28,7 +29,7 @@ def repository_root(ctx: click.Context) -> Path:
     return admin.repository_root(start_path(ctx))
 
 
-def overrides(ctx: click.Context) -> dict[str, Any]:
+def overrides(ctx: click.Context) -> JsonObject:
     """The group's --model and --variant (None where not given)."""
     return dict(ctx.find_root().obj["overrides"])
 
@@ -52,8 +53,8 @@ def daemon_allowed(ctx: click.Context) -> bool:
 
 
 def daemon_call(
-    ctx: click.Context, operation: str, params: dict[str, Any] | None = None, timeout: float = 120.0
-) -> dict[str, Any] | None:
+    ctx: click.Context, operation: str, params: JsonObject | None = None, timeout: float = 120.0
+) -> JsonObject | None:
     """The warm daemon's answer, or None (no daemon, or this call names another model)."""
     return daemon_answer(start_path(ctx), operation, params, timeout) if daemon_allowed(ctx) else None
 
@@ -70,11 +71,11 @@ def local_backend(ctx: click.Context, kb: Callable[[], KnowledgeBase] | None = N
 def ask(
     ctx: click.Context,
     operation: str,
-    params: dict[str, Any] | None = None,
+    params: JsonObject | None = None,
     remote: str | None = None,
     daemon: bool = True,
     kb: Callable[[], KnowledgeBase] | None = None,
-) -> dict[str, Any]:
+) -> JsonObject:
     """`operation` answered by the server at `remote`, the warm daemon, or the index opened here (`kb`, by default
     the one the group's options name)."""
     return answer(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 
@@ -18,6 +18,7 @@ from .progress import ProgressPrinter
 
 if TYPE_CHECKING:
     from ..kb import KnowledgeBase
+    from ..records import JsonObject
 
 
 @click.command("reindex-all")
@@ -157,7 +158,7 @@ def _finish_report(ctx: click.Context, report: IndexReport, quiet: bool, as_json
         ctx.exit(EXIT_PROBLEMS)
 
 
-def _summary_of(data: dict[str, Any]) -> str:
+def _summary_of(data: JsonObject) -> str:
     fields = {name: data[name] for name in IndexReport.__dataclass_fields__ if name in data}
     fields["skipped"] = tuple(data.get("skipped", ()))
     fields["warnings"] = tuple(data.get("warnings", ()))

@@ -6,35 +6,38 @@ LocalBackend answers from a warm KnowledgeBase; knowledge.client.RemoteBackend f
 from __future__ import annotations
 
 import threading
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from ..errors import KnowledgeError
 from ..kb import KnowledgeBase
 from ..render import hits_to_dict, report_to_dict, response_to_text, search_to_dict, source_to_dict, status_to_dict
 from ..request import SearchRequest, check_text
 
+if TYPE_CHECKING:
+    from ..records import JsonObject
+
 MAX_SOURCE_LINES = 5_000
 
 
 class Backend(Protocol):
-    def search(self, params: dict[str, Any]) -> dict[str, Any]: ...
+    def search(self, params: JsonObject) -> JsonObject: ...
 
-    def search_text(self, params: dict[str, Any]) -> dict[str, Any]: ...
+    def search_text(self, params: JsonObject) -> JsonObject: ...
 
-    def source(self, params: dict[str, Any]) -> dict[str, Any]: ...
+    def source(self, params: JsonObject) -> JsonObject: ...
 
-    def status(self) -> dict[str, Any]: ...
+    def status(self) -> JsonObject: ...
 
-    def docs_for_file(self, params: dict[str, Any]) -> dict[str, Any]: ...
+    def docs_for_file(self, params: JsonObject) -> JsonObject: ...
 
-    def docs_for(self, params: dict[str, Any]) -> dict[str, Any]: ...
+    def docs_for(self, params: JsonObject) -> JsonObject: ...
 
-    def reindex(self, params: dict[str, Any]) -> dict[str, Any]: ...
+    def reindex(self, params: JsonObject) -> JsonObject: ...
 
-    def llms_txt(self) -> dict[str, Any]: ...
+    def llms_txt(self) -> JsonObject: ...
 
 
-def _int(params: dict[str, Any], name: str, low: int, high: int) -> int | None:
+def _int(params: JsonObject, name: str, low: int, high: int) -> int | None:
     value = params.get(name)
     if value is None:
         return None
@@ -43,7 +46,7 @@ def _int(params: dict[str, Any], name: str, low: int, high: int) -> int | None:
     return value
 
 
-def _str(params: dict[str, Any], name: str, required: bool = True) -> str | None:
+def _str(params: JsonObject, name: str, required: bool = True) -> str | None:
     value = params.get(name)
     if value is None and not required:
         return None
@@ -63,15 +66,15 @@ class LocalBackend:
             kb.keep_warm()
         self._reindex_lock = threading.Lock()
 
-    def search(self, params: dict[str, Any]) -> dict[str, Any]:
+    def search(self, params: JsonObject) -> JsonObject:
         return search_to_dict(self.kb.search(SearchRequest.from_params(params)))
 
-    def search_text(self, params: dict[str, Any]) -> dict[str, Any]:
+    def search_text(self, params: JsonObject) -> JsonObject:
         """What `knowledge search` prints, so a warm CLI call needs neither click nor the records to print it."""
         request = SearchRequest.from_params(params)
         return {"text": response_to_text(self.kb.search(request), request.files_only, request.exact)}
 
-    def source(self, params: dict[str, Any]) -> dict[str, Any]:
+    def source(self, params: JsonObject) -> JsonObject:
         chunk_id = _str(params, "id", required=False)
         if chunk_id:
             text = self.kb.source_of_chunk(chunk_id)
@@ -85,19 +88,19 @@ class LocalBackend:
             raise KnowledgeError(f"{text.path}: {len(text.lines)} lines; ask for at most {MAX_SOURCE_LINES}")
         return source_to_dict(text)
 
-    def status(self) -> dict[str, Any]:
+    def status(self) -> JsonObject:
         return status_to_dict(self.kb.status())
 
-    def docs_for_file(self, params: dict[str, Any]) -> dict[str, Any]:
+    def docs_for_file(self, params: JsonObject) -> JsonObject:
         return hits_to_dict(self.kb.docs_for_file(_str(params, "path") or ""))
 
-    def docs_for(self, params: dict[str, Any]) -> dict[str, Any]:
+    def docs_for(self, params: JsonObject) -> JsonObject:
         return hits_to_dict(self.kb.docs_for(_str(params, "target") or ""))
 
-    def llms_txt(self) -> dict[str, Any]:
+    def llms_txt(self) -> JsonObject:
         return {"text": self.kb.llms_txt()["llms.txt"]}
 
-    def reindex(self, params: dict[str, Any]) -> dict[str, Any]:
+    def reindex(self, params: JsonObject) -> JsonObject:
         for name in ("full", "worktree"):
             if name in params and not isinstance(params[name], bool):
                 raise KnowledgeError(f"{name}: expected true or false, got {params[name]!r}")

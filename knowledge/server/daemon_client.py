@@ -6,9 +6,12 @@ from __future__ import annotations
 import json
 import socket
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ..errors import KnowledgeError
+
+if TYPE_CHECKING:
+    from ..records import JsonObject
 
 SOCKET_NAME = "daemon.sock"
 
@@ -28,8 +31,8 @@ def find_socket(start: Path) -> Path | None:
 
 
 def request(
-    index_folder: Path, method: str, path: str, body: dict[str, Any] | None = None, timeout: float = 120.0
-) -> dict[str, Any] | None:
+    index_folder: Path, method: str, path: str, body: JsonObject | None = None, timeout: float = 120.0
+) -> JsonObject | None:
     """One call to the daemon of this index; None when no daemon answers (the caller takes the cold path)."""
     where = socket_path(index_folder)
     if not where.exists():
@@ -61,7 +64,7 @@ def _read_all(connection: socket.socket) -> bytes:
     return b"".join(parts)
 
 
-def _parse(received: bytes) -> tuple[int, dict[str, Any]]:
+def _parse(received: bytes) -> tuple[int, JsonObject]:
     """Status code and JSON body of a raw HTTP/1.0 answer (http.client costs a warm call ~13 ms of imports)."""
     head, _, body = received.partition(b"\r\n\r\n")
     status_line = head.split(b"\r\n", 1)[0].split()

@@ -11,11 +11,14 @@ import sys
 import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import KnowledgeError, PathOutsideRepositoryError
 from .auth import bearer_ok, host_allowed, origin_allowed
 from .backend import Backend
+
+if TYPE_CHECKING:
+    from ..records import JsonObject
 
 MAX_BODY_BYTES = 64 * 1024
 SOCKET_TIMEOUT_SECONDS = 30
@@ -44,7 +47,7 @@ class KnowledgeHTTPServer(ThreadingHTTPServer):
         self.quiet = quiet
 
 
-def _routes(backend: Backend) -> dict[tuple[str, str], Callable[[dict[str, Any]], dict[str, Any]]]:
+def _routes(backend: Backend) -> dict[tuple[str, str], Callable[[JsonObject], JsonObject]]:
     return {
         ("POST", "/v1/search"): backend.search,
         ("POST", "/v1/search-text"): backend.search_text,
@@ -73,7 +76,7 @@ class _Handler(BaseHTTPRequestHandler):
         if not self.server.quiet:
             sys.stderr.write(f"{self.address_string()} {format % args}\n")
 
-    def _send(self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None) -> None:
+    def _send(self, status: int, payload: JsonObject, headers: dict[str, str] | None = None) -> None:
         body = json.dumps(payload, ensure_ascii=False).encode("utf-8")
         self.send_response(status)
         self.send_header("Content-Type", "application/json; charset=utf-8")
@@ -93,7 +96,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
-    def _read_body(self) -> dict[str, Any] | None:
+    def _read_body(self) -> JsonObject | None:
         length_header = self.headers.get("Content-Length")
         if length_header is None:
             return {}

@@ -7,10 +7,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import KnowledgeError
 from .backend import Backend
+
+if TYPE_CHECKING:
+    from ..records import JsonObject
 
 INSTRUCTIONS = """Search this repository's documentation by meaning. Start with `search`: results come ranked by
 cosine similarity, strong matches carry their text and weaker ones metadata only (path, section, line range), all
@@ -41,7 +44,7 @@ Returns the versioned JSON of `knowledge search --json`: results with score, pat
 content (null when under the full-content threshold), tokens, plus tokens_used, budget and omitted."""
 
 
-def _call(operation: Callable[[], dict[str, Any]]) -> str:
+def _call(operation: Callable[[], JsonObject]) -> str:
     """JSON text of an operation; our errors become tool errors the agent can read (not opaque crashes)."""
     from mcp.server.mcpserver.exceptions import ToolError
 
@@ -150,7 +153,7 @@ def bearer_guard(app: Any, token: str) -> Any:  # noqa: ANN401 - ASGI applicatio
     """An ASGI wrapper that answers 401 to every HTTP request without the right bearer token (as `knowledge serve`)."""
     from .auth import bearer_ok
 
-    async def guarded(scope: dict[str, Any], receive: Any, send: Any) -> None:  # noqa: ANN401
+    async def guarded(scope: JsonObject, receive: Any, send: Any) -> None:  # noqa: ANN401
         if scope["type"] == "http":
             headers = {key.decode("latin-1").lower(): value.decode("latin-1") for key, value in scope["headers"]}
             if not bearer_ok(headers.get("authorization"), token):

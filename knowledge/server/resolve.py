@@ -7,9 +7,10 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from ..records import JsonObject
     from .backend import Backend
 
 # operation -> (method, route): the daemon and `knowledge serve` share the HTTP routes
@@ -25,8 +26,8 @@ ROUTES = {
 
 
 def daemon_answer(
-    start: Path, operation: str, params: dict[str, Any] | None = None, timeout: float = 120.0
-) -> dict[str, Any] | None:
+    start: Path, operation: str, params: JsonObject | None = None, timeout: float = 120.0
+) -> JsonObject | None:
     """The answer of the warm daemon of the work tree holding `start`; None when there is none (or it went away)."""
     if os.environ.get("KNOWLEDGE_NO_DAEMON"):
         return None
@@ -50,13 +51,13 @@ def backend_for(remote: str | None, local: Callable[[], Backend]) -> Backend:
 
 def answer(
     operation: str,
-    params: dict[str, Any] | None,
+    params: JsonObject | None,
     *,
     start: Path,
     local: Callable[[], Backend],
     remote: str | None = None,
     daemon: bool = True,
-) -> dict[str, Any]:
+) -> JsonObject:
     """One call, answered by the first of: the server at `remote`, the warm daemon (when `daemon`), the local index."""
     if not remote and daemon:
         data = daemon_answer(start, operation, params)
@@ -64,5 +65,5 @@ def answer(
             return data
     backend = backend_for(remote, local)
     method = getattr(backend, operation)
-    answered: dict[str, Any] = method() if ROUTES[operation][0] == "GET" else method(params or {})
+    answered: JsonObject = method() if ROUTES[operation][0] == "GET" else method(params or {})
     return answered

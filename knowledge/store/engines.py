@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from .. import git
 from ..errors import ConfigError
@@ -15,7 +15,7 @@ from .local import LocalStore
 from .local_files import remove_leftovers as remove_local_leftovers
 
 if TYPE_CHECKING:
-    from .pg_schema import IndexTarget
+    from .pg_schema import Connection, IndexTarget
 
 DETACHED = "(detached)"
 
@@ -125,7 +125,7 @@ class PostgresEngine:
         self.url = url
         self.repository = repository_identity(root, repository)
         self._branch = BranchReader(root)
-        self._conn: Any = None
+        self._conn: Connection | None = None
         self._lock = threading.Lock()
 
     def _target(self, kind: str) -> IndexTarget:
@@ -137,7 +137,7 @@ class PostgresEngine:
     def branch(self) -> str:
         return self._branch()
 
-    def _shared(self) -> Any:  # noqa: ANN401 - a psycopg connection
+    def _shared(self) -> Connection:
         from .pg_schema import connect
 
         if self._conn is None or self._conn.closed:

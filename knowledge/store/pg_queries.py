@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from . import ScoredKey
 from .pg_lexemes import lexeme_literal
+from .pg_schema import Connection
 
 if TYPE_CHECKING:
     import numpy as np
@@ -19,7 +20,7 @@ RARE_SHARE, PRUNE_FROM_CHUNKS = 0.05, 20_000  # see bm25
 EXACT_SCAN_MAX = 20_000  # an index with at most this many vectors is searched exactly (see nearest)
 
 
-def nearest(conn: Any, index_id: int, dims: int, vector: npt.NDArray[np.float32], k: int) -> list[ScoredKey]:  # noqa: ANN401
+def nearest(conn: Connection, index_id: int, dims: int, vector: npt.NDArray[np.float32], k: int) -> list[ScoredKey]:
     """The `k` chunks of the index closest to `vector` (cosine), inside the caller's transaction."""
     import numpy as np
 
@@ -50,7 +51,7 @@ def nearest(conn: Any, index_id: int, dims: int, vector: npt.NDArray[np.float32]
     return [ScoredKey(key, score) for key, score in best]
 
 
-def bm25(conn: Any, index_id: int, stems: Sequence[str], k: int) -> list[ScoredKey]:  # noqa: ANN401
+def bm25(conn: Connection, index_id: int, stems: Sequence[str], k: int) -> list[ScoredKey]:
     """The `k` chunks of the index with the highest BM25 score for the stemmed query terms."""
     if not stems:
         return []

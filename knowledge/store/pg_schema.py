@@ -5,8 +5,10 @@ is live for a target, and builds abandoned by a dead process."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol, cast
 from urllib.parse import urlsplit, urlunsplit
 
 from ..errors import KnowledgeError
@@ -93,6 +95,31 @@ MEMBER_TABLES = (*_PROTECTED_TABLES, "knowledge_terms", "knowledge_vectors")
 READ_ONLY_TABLES = ("knowledge_grants", "knowledge_schema")
 
 
+class Cursor(Protocol):
+    """What we read of a psycopg cursor: rows are tuples of database values."""
+
+    rowcount: int
+
+    def fetchone(self) -> Any: ...  # noqa: ANN401 - a row of database values, or None
+    def fetchall(self) -> list[Any]: ...
+    def executemany(self, sql: str, rows: Iterable[Sequence[object]]) -> None: ...
+    def __enter__(self) -> Cursor: ...
+    def __exit__(self, *exc: object) -> None: ...
+
+
+class Connection(Protocol):
+    """What the store uses of a psycopg 3 connection (an optional dependency, so typed here by shape)."""
+
+    closed: bool
+
+    def execute(self, sql: Any, params: Sequence[object] | dict[str, object] = ...) -> Cursor: ...  # noqa: ANN401 - str or psycopg.sql.Composed
+    def transaction(self) -> AbstractContextManager[Any]: ...
+    def cursor(self) -> Cursor: ...
+    def close(self) -> None: ...
+    def __enter__(self) -> Connection: ...
+    def __exit__(self, *exc: object) -> None: ...
+
+
 class StoreUnavailableError(KnowledgeError):
     """The configured database cannot be reached or used."""
 
@@ -113,7 +140,7 @@ def is_postgres_url(value: str) -> bool:
     return value.startswith(("postgresql://", "postgres://"))
 
 
-def connect(url: str) -> Any:  # noqa: ANN401 - a psycopg.Connection (optional dependency)
+def connect(url: str) -> Connection:
     """An autocommit connection with pgvector's types registered and the schema at SCHEMA_VERSION."""
     try:
         import psycopg
@@ -123,16 +150,18 @@ def connect(url: str) -> Any:  # noqa: ANN401 - a psycopg.Connection (optional d
             f"store = {redacted(url)}: the PostgreSQL engine needs its extra: pip install 'repo-knowledge[postgres]'"
         ) from exc
     try:
-        conn = psycopg.connect(url, autocommit=True, connect_timeout=10)
+        raw = psycopg.connect(url, autocommit=True, connect_timeout=10)
     except psycopg.Error as exc:
         said = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
         raise StoreUnavailableError(
             f"{redacted(url)}: cannot connect ({said}); the local index is unaffected "
             "(unset `store` / KNOWLEDGE_STORE to use it)"
         ) from exc
+    # psycopg's own types are overloads far wider than what we call: the Connection protocol is that part
+    conn = cast("Connection", raw)
     try:
         migrate(conn)
-        register_vector(conn)
+        register_vector(raw)
     except psycopg.errors.InsufficientPrivilege as exc:
         conn.close()
         raise StoreUnavailableError(
@@ -145,7 +174,7 @@ def connect(url: str) -> Any:  # noqa: ANN401 - a psycopg.Connection (optional d
     return conn
 
 
-def migrate(conn: Any) -> int:  # noqa: ANN401
+def migrate(conn: Connection) -> int:
     """Create or upgrade the schema (one transaction, under an advisory lock); returns the version now."""
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
@@ -175,31 +204,31 @@ def migrate(conn: Any) -> int:  # noqa: ANN401
     return SCHEMA_VERSION
 
 
-def _protect(conn: Any, table: str) -> None:  # noqa: ANN401
+def _protect(conn: Connection, table: str) -> None:
     conn.execute(f"ALTER TABLE {table} ENABLE ROW LEVEL SECURITY")
     conn.execute(f"CREATE POLICY knowledge_by_repository ON {table} USING ({_ACCESS_POLICY.format(table=table)})")
 
 
-def grant(conn: Any, repository: str, role: str) -> None:  # noqa: ANN401
+def grant(conn: Connection, repository: str, role: str) -> None:
     """Limit `repository` to members of `role` (a repository without grants is readable by every role). Owner only."""
     conn.execute(
         "INSERT INTO knowledge_grants (repository, grantee) VALUES (%s, %s) ON CONFLICT DO NOTHING", (repository, role)
     )
 
 
-def revoke(conn: Any, repository: str, role: str) -> int:  # noqa: ANN401
+def revoke(conn: Connection, repository: str, role: str) -> int:
     """Take `repository` away from `role`; returns how many grants were removed. Owner only."""
     return int(
         conn.execute("DELETE FROM knowledge_grants WHERE repository = %s AND grantee = %s", (repository, role)).rowcount
     )
 
 
-def grants(conn: Any, repository: str) -> list[str]:  # noqa: ANN401
+def grants(conn: Connection, repository: str) -> list[str]:
     rows = conn.execute("SELECT grantee FROM knowledge_grants WHERE repository = %s ORDER BY 1", (repository,))
     return [str(r[0]) for r in rows.fetchall()]
 
 
-def allow_member_role(conn: Any, role: str) -> None:  # noqa: ANN401
+def allow_member_role(conn: Connection, role: str) -> None:
     """Give `role` (and so every role that is a member of it) what a team member needs, and nothing more."""
     from psycopg import sql
 
@@ -224,7 +253,7 @@ def _hnsw_sql(dims: int) -> str:
     )
 
 
-def ensure_vector_index(conn: Any, dims: int) -> None:  # noqa: ANN401
+def ensure_vector_index(conn: Connection, dims: int) -> None:
     """The HNSW index (cosine) over the vectors of `dims` dimensions; PostgreSQL keeps it current from then on.
 
     Only the tables' owner may create it: the known sizes are made by the migration; another size is made here when
@@ -258,7 +287,7 @@ class IndexTarget:
         return f"{redacted(self.url)} ({self.repository[:12]} @ {self.branch}, {self.kind})"
 
 
-def live_index_id(conn: Any, target: IndexTarget) -> int | None:  # noqa: ANN401
+def live_index_id(conn: Connection, target: IndexTarget) -> int | None:
     row = conn.execute(
         "SELECT id FROM knowledge_indexes WHERE repository = %s AND branch = %s AND kind = %s AND live",
         (target.repository, target.branch, target.kind),
@@ -266,7 +295,7 @@ def live_index_id(conn: Any, target: IndexTarget) -> int | None:  # noqa: ANN401
     return int(row[0]) if row else None
 
 
-def remove_abandoned(conn: Any) -> int:  # noqa: ANN401
+def remove_abandoned(conn: Connection) -> int:
     """Delete indexes whose builder died before publishing (its advisory lock is gone); returns how many."""
     removed = 0
     for (index_id,) in conn.execute("SELECT id FROM knowledge_indexes WHERE NOT live").fetchall():

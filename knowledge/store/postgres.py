@@ -38,7 +38,7 @@ from . import (
 )
 from .pg_lexemes import stems, symbol_key, tsvector_text
 from .pg_queries import bm25, nearest
-from .pg_schema import BUILDING_LOCK, IndexTarget, ensure_vector_index
+from .pg_schema import BUILDING_LOCK, Connection, IndexTarget, ensure_vector_index
 
 if TYPE_CHECKING:
     import numpy as np
@@ -52,7 +52,7 @@ def _array(vector: Any) -> Any:  # noqa: ANN401 - pgvector returns a Vector or a
 class PostgresStore:
     """One kind's index in PostgreSQL. Safe to share between a server's threads (one lock, one connection)."""
 
-    def __init__(self, target: IndexTarget, conn: Any, index_id: int, manifest: Manifest) -> None:  # noqa: ANN401
+    def __init__(self, target: IndexTarget, conn: Connection, index_id: int, manifest: Manifest) -> None:
         self.target = target
         self.kind = target.kind
         self.manifest = manifest
@@ -63,7 +63,7 @@ class PostgresStore:
 
     # ---- opening and creating --------------------------------------------------------------------------------
     @classmethod
-    def open(cls, target: IndexTarget, conn: Any) -> PostgresStore:  # noqa: ANN401
+    def open(cls, target: IndexTarget, conn: Connection) -> PostgresStore:
         row = conn.execute(
             "SELECT id, manifest FROM knowledge_indexes WHERE repository = %s AND branch = %s AND kind = %s AND live",
             (target.repository, target.branch, target.kind),
@@ -79,7 +79,7 @@ class PostgresStore:
         return cls(target, conn, int(row[0]), manifest)
 
     @classmethod
-    def create(cls, target: IndexTarget, conn: Any, manifest: Manifest) -> PostgresStore:  # noqa: ANN401
+    def create(cls, target: IndexTarget, conn: Connection, manifest: Manifest) -> PostgresStore:
         """A new index built beside the live one (invisible to readers); `publish()` swaps it in."""
         ensure_vector_index(conn, manifest.dims)
         index_id = conn.execute(
@@ -242,7 +242,7 @@ class PostgresStore:
 
     # ---- writing ---------------------------------------------------------------------------------------------
     @contextmanager
-    def _writing(self) -> Iterator[Any]:
+    def _writing(self) -> Iterator[Connection]:
         """One transaction holding this index's advisory lock: writers of one index take turns."""
         with self._lock, self._conn.transaction():
             self._conn.execute("SELECT pg_advisory_xact_lock(%s)", (self.index_id,))
