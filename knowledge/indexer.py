@@ -17,7 +17,7 @@ from .chunk_files import Chunked, chunk_batches
 from .chunking import CHUNKER_VERSION
 from .config import Settings
 from .corpus import candidate_paths
-from .embedding import ModelIdentity, TokenCounter
+from .embedding import ModelIdentity, StaticStage, TokenCounter
 from .kind import KindIndex, selection_fingerprint
 from .records import IndexReport, Progress
 from .store import (
@@ -66,8 +66,10 @@ class Indexer:
         counter: Callable[[], TokenCounter],
         on_progress: ProgressCallback | None = None,
         engine: Engine | None = None,
+        static: Callable[[], StaticStage | None] | None = None,
     ) -> None:
         self.root = root
+        self._static = static
         self.engine = engine or LocalEngine(root)
         self.settings = settings
         self.model = model
@@ -152,11 +154,17 @@ class Indexer:
         finally:
             if cache is not None:
                 cache.close()
+        waiting = [n for n, c in enumerate(chunked.chunks) if c.content_hash not in known]
+        stage = self._static() if self._static is not None and waiting else None
+        static = {}  # the static first stage: a dense vector for every chunk now, until its transformer vector arrives
+        if stage is not None:
+            vectors = stage.embed_documents([chunked.chunks[n].embed_text for n in waiting])
+            static = {n: vectors[row] for row, n in enumerate(waiting)}
         change = Change(
             remove_paths=remove,
             chunks=[
-                NewChunk(chunk, known.get(chunk.content_hash), lexical)
-                for chunk, lexical in zip(chunked.chunks, chunked.lexical, strict=True)
+                NewChunk(chunk, known.get(chunk.content_hash), lexical, static.get(n))
+                for n, (chunk, lexical) in enumerate(zip(chunked.chunks, chunked.lexical, strict=True))
             ],
             files=chunked.files,
             problems=[*chunked.skipped, *chunked.warnings],

@@ -154,6 +154,7 @@ class KnowledgeBase:
             self.model.counter,
             on_progress,
             self.engine,
+            self.model.static,
         )
 
     @contextlib.contextmanager
@@ -284,9 +285,19 @@ class KnowledgeBase:
             embed_query = self.model.embedder().embed_query
         else:
             embed_query = None
+        waiting = not request.exact and any(index.coverage().static for index in sources)
+        stage = self.model.static() if waiting else None
         manifest = sources[0].store.manifest
         options = resolve_options(request, self.settings, (manifest.threshold, manifest.full_threshold))
-        response = search(sources, embed_query, self.model.count_tokens, request.query, options, self.is_stale)
+        response = search(
+            sources,
+            embed_query,
+            self.model.count_tokens,
+            request.query,
+            options,
+            self.is_stale,
+            stage.embed_query if stage is not None else None,
+        )
         has_docs = any(hit.kind == "doc" for hit in response.results)
         notes = drift_notes.load(self.root, self.index("docs")) if has_docs else {}
         if not notes:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from .config import Settings
-from .embedding import BuiltModel, Embedder, ModelIdentity, TokenCounter, model_spec
+from .embedding import BuiltModel, Embedder, ModelIdentity, StaticStage, TokenCounter, model_spec
 from .errors import IndexIncompatibleError
 from .store import Manifest
 
@@ -28,6 +28,8 @@ class ModelAccess:
         self._on_step = on_step
         self._built: BuiltModel | None = None
         self._embedder: Embedder | None = None
+        self._static: StaticStage | None = None
+        self._static_checked = False
 
     def _model(self) -> BuiltModel:
         if self._built is None:
@@ -62,6 +64,17 @@ class ModelAccess:
         if self._embedder is None:
             self._embedder = self._factory(self._settings) if self._factory is not None else self._model().load()
         return self._embedder
+
+    def static(self) -> StaticStage | None:
+        """The static first stage, when built (`knowledge model install`); an injected embedder may bring its own
+        as `static_stage()`. Loaded once."""
+        if not self._static_checked:
+            self._static_checked = True
+            if self._factory is not None:
+                self._static = getattr(self.embedder(), "static_stage", lambda: None)()
+            else:
+                self._static = self._model().static()
+        return self._static
 
     @property
     def loaded(self) -> bool:

@@ -129,6 +129,7 @@ class SearchResponse:
     full_threshold: float
     model: str
     dense_coverage: float = 1.0  # share of the searched chunks that have vectors; below 1 while embedding runs
+    static_coverage: float = 0.0  # share that waits with the static first stage's vector instead
 
 
 @dataclass(frozen=True, slots=True)

@@ -34,6 +34,7 @@ def search_to_dict(response: SearchResponse) -> JsonObject:
         "tokens_used": response.tokens_used,
         "omitted": response.omitted,
         "dense_coverage": response.dense_coverage,
+        "static_coverage": response.static_coverage,
         "results": [asdict(hit) for hit in response.results],
     }
 
@@ -58,7 +59,7 @@ def search_to_text(response: SearchResponse) -> str:
         # The relevance the results are ordered by (it falls down the list); a neighbour added by --expand has none.
         shown = hit.relevance if hit.relevance is not None else hit.score
         score = "  -  " if shown is None else f"{shown:.3f}"
-        lexical = "  [lexical match: no vector yet]" if hit.score is None else ""
+        lexical = "  [no vector yet: lexical or static-stage match]" if hit.score is None else ""
         stale = "  [stale: file changed since indexing]" if hit.stale else ""
         out.append(f"[{score}] {hit.path}:{hit.line_start}-{hit.line_end}  {what}{via}{lexical}{stale}")
         if hit.drift:
@@ -79,7 +80,9 @@ def search_to_text(response: SearchResponse) -> str:
     if response.omitted:
         tail += f", {response.omitted} more result(s) left out"
     if response.dense_coverage < 1:
-        tail += f"; {response.dense_coverage:.0%} embedded so far ([lex]: lexical match, no vector yet)"
+        tail += f"; {response.dense_coverage:.0%} embedded so far"
+        if response.static_coverage:
+            tail += f", {response.static_coverage:.0%} ranked by the static first stage meanwhile"
     out.append(tail)
     return "\n".join(out) + "\n"
 
@@ -241,6 +244,7 @@ def search_from_dict(data: JsonObject) -> SearchResponse:
         full_threshold=data["full_threshold"],
         model=data["model"],
         dense_coverage=data.get("dense_coverage", 1.0),
+        static_coverage=data.get("static_coverage", 0.0),
     )
 
 

@@ -12,6 +12,7 @@ from .kind import KindIndex
 from .lexical import identifiers, terms
 from .policy import FusionParams, RankingPolicy
 from .ranking import asked_names
+from .store import Coverage
 
 if TYPE_CHECKING:
     import numpy as np
@@ -28,6 +29,7 @@ class Candidate:
     fused: float = 0.0
     final: float = 0.0  # the score the results are ordered by: fused, the rules, the same-file decay
     rules: dict[str, float] = field(default_factory=dict)  # what each ranking rule added (ranking.py)
+    static: float | None = None  # its similarity in the static stage's space, while it waits for its vector
 
 
 def fuse(
@@ -83,10 +85,16 @@ def retrieve(
     depth: int,
     policy: RankingPolicy,
     lexical_hits: list[tuple[int, float]] | None = None,
+    static_vector: np.ndarray | None = None,
 ) -> list[Candidate]:
-    """Fused candidates with the cosine of every one that has a vector (None: lexical evidence only)."""
+    """Fused candidates with the cosine of every one that has a vector (None: lexical evidence only). Chunks still
+    waiting for their vector take part through the static stage, never twice (its rows go when the vector comes)."""
     store = index.store
     dense = [(hit.key, hit.score) for hit in store.dense_search(vector, depth)] if vector is not None else []
+    static: dict[int, float] = {}
+    if static_vector is not None:
+        static = {hit.key: hit.score for hit in store.static_search(static_vector, depth)}
+        dense = merge_stages(dense, list(static.items()), index.coverage())
     query_terms = terms(query)
     if lexical_hits is None:
         lexical_hits = lexical_candidates(index, query, depth)
@@ -98,6 +106,9 @@ def retrieve(
         names = sorted(asked_names(query))
         joined = index.store.defining(names, policy.definitions_joined)
         candidates += [Candidate(key) for key in joined if key not in known]
+    for candidate in candidates:
+        if candidate.key in static:  # its cosine in the model's space is not known yet
+            candidate.static, candidate.cosine = static[candidate.key], None
     missing = [c.key for c in candidates if c.dense_rank is None]
     found = store.vectors(missing) if missing and vector is not None else {}
     for candidate in candidates:
@@ -105,6 +116,21 @@ def retrieve(
             stored = found.get(candidate.key)
             candidate.cosine = float(stored @ vector) if stored is not None and vector is not None else None
     return candidates
+
+
+def merge_stages(
+    model: list[tuple[int, float]], static: list[tuple[int, float]], coverage: Coverage
+) -> list[tuple[int, float]]:
+    """One dense list from the transformer's list (over the chunks it has embedded) and the static stage's (over the
+    rest): each hit placed where its rank would fall in a ranking of all chunks, its list standing for its share."""
+    if not static:
+        return model
+    if not model:
+        return static
+    total = max(1, coverage.embedded + coverage.static)
+    placed = [((rank - 0.5) * total / max(1, coverage.embedded), 0, rank, hit) for rank, hit in enumerate(model, 1)]
+    placed += [((rank - 0.5) * total / max(1, coverage.static), 1, rank, hit) for rank, hit in enumerate(static, 1)]
+    return [hit for *_, hit in sorted(placed)]
 
 
 def embed_beside_lexical(

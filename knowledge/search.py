@@ -81,10 +81,12 @@ def search(
     query: str,
     options: SearchOptions,
     is_stale: Callable[[str], bool] | None = None,
+    static_query: Callable[[str], np.ndarray] | None = None,
 ) -> SearchResponse:
     """Rank chunks of every source (docs, code) for `query`; see docs/agents.md for what each threshold does.
 
-    `embed_query` is None when no source has a vector yet: the answer is then lexical only, and no model loads.
+    `embed_query` is None when no source has a vector yet: the answer then uses the static first stage
+    (`static_query`) and the lexical side, and no transformer loads.
     """
     if options.exact:
         return occurrences(
@@ -102,7 +104,8 @@ def search(
     total = sum(c.chunks for c in coverages)
     embedded = sum(c.embedded for c in coverages)
     cache = ChunkCache()
-    pooled = retrieve_all(sources, embed_query if embedded else None, query, options)
+    static = sum(c.static for c in coverages)
+    pooled = retrieve_all(sources, embed_query if embedded else None, query, options, static_query if static else None)
     pooled = rank(pooled, sources, query, options, cache)
     above = cut(pooled, query, options)
     grouped = group(above, options, cache)
@@ -123,6 +126,7 @@ def search(
         full_threshold=options.full_threshold,
         model=sources[0].store.manifest.model_id if sources else "",
         dense_coverage=1.0 if total == 0 else round(embedded / total, 4),
+        static_coverage=0.0 if total == 0 else round(static / total, 4),
     )
 
 
@@ -131,17 +135,20 @@ def retrieve_all(
     embed_query: Callable[[str], np.ndarray] | None,
     query: str,
     options: SearchOptions,
+    static_query: Callable[[str], np.ndarray] | None = None,
 ) -> Pooled:
-    """Every source's fused candidates (lexical only when no vector exists yet: then no model loads)."""
+    """Every source's fused candidates (lexical and static stage only when no vector exists yet: then no transformer
+    loads)."""
     depth = max(options.k * 3, CANDIDATE_FLOOR) * (FILTERED_DEPTH if options.keep is not None else 1)
     if embed_query is not None:
         vector, lexical = embed_beside_lexical(sources, embed_query, query, depth)
     else:
         vector, lexical = None, [lexical_candidates(index, query, depth) for index in sources]
+    static_vector = static_query(query) if static_query is not None else None
     return [
         (candidate, index)
         for index, hits in zip(sources, lexical, strict=True)
-        for candidate in retrieve(index, query, vector, depth, options.policy, hits)
+        for candidate in retrieve(index, query, vector, depth, options.policy, hits, static_vector)
     ]
 
 
@@ -220,7 +227,7 @@ def make_hits(
             # the lexical side's first pick that also passes the similarity threshold carries its text too
             or (candidate.lexical_rank == 1 and candidate.cosine >= options.threshold)
             if candidate.cosine is not None
-            else (candidate.lexical_rank or 10**9) <= LEXICAL_FULL_RANKS
+            else _waiting_rank(candidate) <= LEXICAL_FULL_RANKS
         )
         full = strong and not options.metadata_only
         graph = index.call_graph() if chunk.kind == "code" else None
@@ -319,8 +326,14 @@ def _relevant(candidate: Candidate, threshold: float, params: FusionParams, bare
     return close and relevance(candidate.final, params) >= RELEVANCE_PASS
 
 
+def _waiting_rank(candidate: Candidate) -> int:
+    """For a chunk with no vector yet: its best rank in the lists that could see it (lexical, static stage)."""
+    ranks = [candidate.lexical_rank, candidate.dense_rank if candidate.static is not None else None]
+    return min((rank for rank in ranks if rank is not None), default=10**9)
+
+
 def _lexical_only_kept(candidate: Candidate) -> bool:
-    return candidate.lexical_rank is not None and candidate.lexical_rank <= LEXICAL_KEPT_RANKS
+    return _waiting_rank(candidate) <= LEXICAL_KEPT_RANKS
 
 
 def _neighbours(hits: list[SearchHit], sources: list[KindIndex], options: SearchOptions) -> list[SearchHit]:
@@ -356,6 +369,7 @@ def _explain(candidate: Candidate) -> dict[str, float | int | bool | None]:
         # options not on by default show only where they moved the candidate
         **{f"rule_{name}": share for name, share in candidate.rules.items() if name not in RULE_NAMES},
         "dense_score": None if candidate.cosine is None else round(candidate.cosine, 4),
+        "static_score": None if candidate.static is None else round(candidate.static, 4),
         "dense_rank": candidate.dense_rank,
         "lexical_score": None if candidate.lexical_score is None else round(candidate.lexical_score, 4),
         "lexical_rank": candidate.lexical_rank,

@@ -216,7 +216,7 @@ def test_search_answers_lexically_before_any_vector_and_embed_completes_it(docs_
     assert data["results"]
     assert all(hit["score"] is None for hit in data["results"])
     text = run(docs_repo, "search", "token budget").stdout
-    assert "[lexical match: no vector yet]" in text
+    assert "[no vector yet: lexical or static-stage match]" in text
     assert "0% embedded so far" in text
     status = json.loads(run(docs_repo, "status", "--json").stdout)
     assert status["chunks_pending"] == report.chunks_total

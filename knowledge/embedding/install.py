@@ -213,3 +213,26 @@ def build_model(
     installed = _read_installed(target, spec, variant)
     assert installed is not None
     return installed
+
+
+def ensure_static(home: Path, spec: ModelSpec, variant: str, on_step: Callable[[str], None] | None = None) -> Path:
+    """The static first stage of an installed model, distilled, verified and written beside it if missing."""
+    from .onnx_embedder import OnnxEmbedder
+    from .static import build_static, static_built
+
+    installed = installed_model(home, spec, variant) or build_model(home, spec, variant, on_step)
+    with file_lock(installed.path.parent / f".{installed.path.name}.static.lock", timeout=1800):
+        if not static_built(installed.path):
+            if on_step is not None:
+                on_step("distilling the static first stage (every vocabulary token through the model)")
+            embedder = OnnxEmbedder(
+                installed.path,
+                model_id=spec.name,
+                dims=spec.dims,
+                max_tokens=spec.max_seq_length,
+                pad_id=spec.pad_id,
+                fingerprint=installed.fingerprint,
+                preoptimized=installed.preoptimized,
+            )
+            build_static(installed.path, embedder, on_step)
+    return installed.path

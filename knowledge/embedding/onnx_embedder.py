@@ -26,7 +26,10 @@ def load_tokenizer(tokenizer_json: str, max_length: int, pad_id: int) -> Any:  #
     from tokenizers import Tokenizer
 
     tokenizer = Tokenizer.from_str(tokenizer_json)
-    tokenizer.enable_truncation(max_length=max_length)
+    if max_length:
+        tokenizer.enable_truncation(max_length=max_length)
+    else:  # every token (the static stage cuts texts itself)
+        tokenizer.no_truncation()
     tokenizer.no_padding()
     return tokenizer
 
@@ -79,6 +82,17 @@ class OnnxEmbedder:
     def count_tokens(self, text: str) -> int:
         """Tokens `text` takes in this model's own tokenizer, without truncation."""
         return len(self._tokenizer.encode(text, add_special_tokens=False).ids) if text else 0
+
+    def vocabulary_size(self) -> int:
+        return int(self._tokenizer.get_vocab_size())
+
+    def tokenizer_without_truncation(self) -> Any:  # noqa: ANN401 - tokenizers.Tokenizer
+        """A copy of the tokenizer that keeps every token (the static stage cuts texts itself)."""
+        return load_tokenizer(self._tokenizer.to_str(), 0, self._pad_id)
+
+    def run_ids(self, batch: list[list[int]]) -> npt.NDArray[np.float32]:
+        """Sentence embeddings of token-id sequences as given (special tokens included by the caller)."""
+        return self._run(batch)
 
     def _run(self, batch: list[list[int]]) -> npt.NDArray[np.float32]:
         width = max(len(ids) for ids in batch)

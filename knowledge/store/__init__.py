@@ -58,6 +58,7 @@ class NewChunk:
     chunk: Chunk
     vector: npt.NDArray[np.float32] | None = None
     lexical: str | None = None  # the chunk's lexical terms when already computed (lexical.terms of chunk_text)
+    static: npt.NDArray[np.float32] | None = None  # the static first stage's vector, for a chunk without `vector`
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +105,7 @@ class Coverage:
     chunks: int
     embedded: int
     progress: EmbedProgress | None = None
+    static: int = 0  # chunks without a transformer vector that have the static first stage's
 
     @property
     def ratio(self) -> float:
@@ -183,6 +185,10 @@ class ChunkStore(Protocol):
         ...
 
     def coverage(self) -> Coverage: ...
+
+    def static_search(self, vector: npt.NDArray[np.float32], k: int) -> list[ScoredKey]:
+        """The `k` chunks still without a transformer vector closest to `vector` in the static stage's space."""
+        ...
 
     def apply(self, change: Change) -> None:
         """Apply one change atomically."""

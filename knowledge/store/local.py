@@ -48,6 +48,7 @@ from .local_files import (
     store_paths,
 )
 from .local_lexical import LocalLexical
+from .local_static import LocalStatic
 from .local_vectors import LocalVectors
 from .vectors import remove_stale_temp_files
 
@@ -70,6 +71,7 @@ class LocalStore:
         self._db = db
         self._lock = threading.RLock()
         self._dense = LocalVectors(store_paths(root, kind)[0], manifest.dims)
+        self._static = LocalStatic()
         self._coverage: tuple[int, Coverage] | None = None
         self._own_writes = False
         self._lexical = LocalLexical(store_paths(root, kind)[2], self._lock)
@@ -92,8 +94,9 @@ class LocalStore:
             raise IndexNotFoundError(f"{meta_path}: no index yet; run `knowledge reindex-all`")
         try:
             db = connect(db_path)
-            with contextlib.suppress(sqlite3.OperationalError):  # an index from before it, or a read-only folder
+            with contextlib.suppress(sqlite3.OperationalError):  # an index from before them, or a read-only folder
                 db.execute(f"CREATE INDEX IF NOT EXISTS chunks_by_symbol ON chunks({SYMBOL_KEY})")
+                db.execute("CREATE TABLE IF NOT EXISTS static (key INTEGER PRIMARY KEY, vector BLOB NOT NULL)")
             row = db.execute("SELECT value FROM meta WHERE name = 'manifest'").fetchone()
             manifest = Manifest(**json.loads(row[0]))
         except (sqlite3.DatabaseError, TypeError, ValueError, KeyError) as exc:
@@ -242,6 +245,7 @@ class LocalStore:
     def _invalidate(self) -> None:
         """After our own commits (data_version only moves for other connections' commits)."""
         self._dense.invalidate()
+        self._static.invalidate()
         self._own_writes = True
 
     def dense_search(self, vector: npt.NDArray[np.float32], k: int) -> list[ScoredKey]:
@@ -251,6 +255,10 @@ class LocalStore:
     def vectors(self, keys: Sequence[int]) -> dict[int, npt.NDArray[np.float32]]:
         with self._lock:
             return self._dense.get(self._db, keys)
+
+    def static_search(self, vector: npt.NDArray[np.float32], k: int) -> list[ScoredKey]:
+        with self._lock:
+            return self._static.search(self._db, vector, k)
 
     def coverage(self) -> Coverage:
         """Counts, recomputed only when some process has committed since the last call (one PRAGMA otherwise)."""
@@ -262,7 +270,8 @@ class LocalStore:
             pending = self._db.execute("SELECT count(*) FROM chunks WHERE embedded = 0").fetchone()[0]
             raw = self._meta("embed_progress")
             progress = EmbedProgress(**json.loads(raw)) if raw else None
-            coverage = Coverage(chunks=total, embedded=total - pending, progress=progress)
+            static = self._static.count(self._db)
+            coverage = Coverage(chunks=total, embedded=total - pending, progress=progress, static=static)
             self._coverage, self._own_writes = (version, coverage), False
         return coverage
 
@@ -302,6 +311,7 @@ class LocalStore:
                     deleted = db.executemany("DELETE FROM delta WHERE key = ?", keys).rowcount
                     removed_delta = removed_delta or deleted > 0 or any(s for _, s in rows)
                     db.executemany("DELETE FROM fts WHERE rowid = ?", keys)
+                    db.executemany("DELETE FROM static WHERE key = ?", keys)
                     db.executemany("DELETE FROM chunks WHERE key = ?", keys)
                 db.execute("DELETE FROM files WHERE path = ?", (path,))
                 db.execute("DELETE FROM problems WHERE path = ?", (path,))
@@ -331,6 +341,11 @@ class LocalStore:
                     db.execute(
                         "INSERT INTO delta (key, vector) VALUES (?, ?)",
                         (key, np.asarray(item.vector, dtype=np.float32).tobytes()),
+                    )
+                elif item.static is not None:
+                    db.execute(
+                        "INSERT INTO static (key, vector) VALUES (?, ?)",
+                        (key, np.asarray(item.static, dtype=np.float32).tobytes()),
                     )
             db.executemany(
                 "INSERT OR REPLACE INTO files (path, hash, mtime_ns, size) VALUES (?, ?, ?, ?)",
@@ -366,6 +381,7 @@ class LocalStore:
                         "INSERT INTO delta (key, vector) VALUES (?, ?)",
                         (int(key), np.asarray(vector, dtype=np.float32).tobytes()),
                     )
+                    db.execute("DELETE FROM static WHERE key = ?", (int(key),))  # the transformer's replaces it
                     stored += 1
         self._invalidate()
         return stored

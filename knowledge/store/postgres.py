@@ -180,6 +180,10 @@ class PostgresStore:
         with self._lock, self._conn.transaction():
             return nearest(self._conn, self.index_id, int(self.manifest.dims), vector, k)
 
+    def static_search(self, vector: npt.NDArray[np.float32], k: int) -> list[ScoredKey]:
+        """The shared store keeps no static stage: its members share transformer vectors through the cache."""
+        return []
+
     def keep_warm(self, wait: bool = False) -> None:
         """Nothing to keep: the database holds its own caches."""
 

@@ -1,0 +1,143 @@
+"""The static first stage: a dense vector for every chunk at once, replaced chunk by chunk by the transformer's."""
+
+import json
+import shutil
+
+import numpy as np
+import pytest
+
+from knowledge.embedding import model_spec
+from knowledge.embedding.install import ensure_static, installed_model
+from knowledge.embedding.onnx_embedder import load_tokenizer
+from knowledge.embedding.static import (
+    INFO,
+    MIN_VERIFIED,
+    TABLE,
+    StaticEmbedder,
+    load_static,
+    verified,
+)
+from knowledge.errors import ModelVerificationError
+from knowledge.kb import KnowledgeBase
+
+from .conftest import HashingEmbedder, commit, model_home
+
+
+class StagedEmbedder(HashingEmbedder):
+    """The test double with a static stage of its own: another hashing space (32 dims), as the real one differs."""
+
+    def static_stage(self):
+        stage = HashingEmbedder()
+        stage.dims = 32
+        return stage
+
+
+DOCS = {
+    "docs/hooks.md": "---\ndescription: Git hooks.\n---\n# Hooks\n\n## Install\n\nhooks install writes post-commit "
+    "hooks.\n\n## Remove\n\nhooks uninstall removes them.\n",
+    "docs/search.md": "---\ndescription: Searching.\n---\n# Search\n\n## Budget\n\nThe token budget caps the "
+    "answer.\n\n## Threshold\n\nThe similarity threshold drops weak results.\n",
+    "src/app.py": "def install_hooks(root):\n    return root\n\n\ndef token_budget(n):\n    return n\n",
+}
+
+
+@pytest.fixture
+def kb(git_repo):
+    commit(git_repo, DOCS)
+    kb = KnowledgeBase.open(git_repo, embedder_factory=lambda s: StagedEmbedder())
+    kb.reindex_all(embed=False)
+    return kb
+
+
+def coverages(kb):
+    return [index.coverage() for index in kb.indexes()]
+
+
+def test_before_any_transformer_vector_every_chunk_has_a_static_one_and_search_uses_it(kb):
+    assert all(c.embedded == 0 and c.static == c.chunks > 0 for c in coverages(kb))
+    answer = kb.search("hooks install", threshold=0.0, explain=True)
+    assert answer.dense_coverage == 0.0
+    assert answer.static_coverage == 1.0
+    assert answer.results
+    assert all(hit.score is None for hit in answer.results)  # no cosine in the model's space yet
+    assert any(hit.explain["static_score"] is not None for hit in answer.results)
+
+
+def test_during_the_fill_no_chunk_is_counted_twice_and_the_answer_says_each_stage_share(kb):
+    docs = kb.index("docs").store
+    first = docs.pending(2)
+    docs.add_vectors({p.key: HashingEmbedder().embed_query(p.embed_text) for p in first})
+    coverage = docs.coverage()
+    assert coverage.embedded == 2
+    assert coverage.static == coverage.chunks - 2  # the static rows of the embedded chunks are gone
+    answer = kb.search("hooks install budget", kind="docs", threshold=-1.0, k=20, explain=True)
+    ids = [hit.id for hit in answer.results]
+    assert len(ids) == len(set(ids))
+    staged = [hit for hit in answer.results if hit.explain["static_score"] is not None]
+    modelled = [hit for hit in answer.results if hit.score is not None]
+    assert staged
+    assert modelled
+    assert not {h.id for h in staged} & {h.id for h in modelled}
+    assert answer.dense_coverage + answer.static_coverage == pytest.approx(1.0)
+
+
+def test_a_resumed_fill_leaves_no_static_row_behind(kb):
+    kb.embed_pending()
+    assert all(c.embedded == c.chunks and c.static == 0 for c in coverages(kb))
+    answer = kb.search("hooks install", threshold=0.0)
+    assert answer.static_coverage == 0.0
+    assert all(hit.score is not None for hit in answer.results)
+
+
+def test_a_changed_file_gets_static_vectors_for_its_new_chunks_only(kb, git_repo):
+    kb.embed_pending()
+    commit(git_repo, {"docs/hooks.md": DOCS["docs/hooks.md"] + "\n## Status\n\nhooks status lists them.\n"})
+    kb.reindex_changes(embed=False)
+    coverage = kb.index("docs").coverage()
+    assert coverage.static == coverage.chunks - coverage.embedded > 0
+
+
+# ---- the real static stage, distilled from MiniLM --------------------------------------------------------------
+@pytest.fixture(scope="module")
+def minilm_static(tmp_path_factory):
+    spec = model_spec("all-MiniLM-L6-v2")
+    folder = ensure_static(model_home(), spec, "fp32")
+    copy = tmp_path_factory.mktemp("static")
+    for name in (TABLE, INFO, "tokenizer.json"):
+        shutil.copy(folder / name, copy / name)
+    return copy
+
+
+def real_tokenizer(folder):
+    return load_tokenizer((folder / "tokenizer.json").read_text(encoding="utf-8"), 0, 0)
+
+
+@pytest.mark.model
+def test_the_built_static_stage_is_verified_and_finds_meaning_not_just_shared_words(minilm_static):
+    info = json.loads((minilm_static / INFO).read_text())
+    assert int(info["verified"].split("/")[0]) >= MIN_VERIFIED
+    stage = load_static(minilm_static, real_tokenizer(minilm_static))
+    assert verified(stage) >= MIN_VERIFIED
+    shuffled = StaticEmbedder(np.random.default_rng(0).permutation(stage.table), real_tokenizer(minilm_static), "")
+    assert verified(shuffled) < MIN_VERIFIED  # what the build refuses
+    near, far = stage.embed_documents(["add a post-commit hook to the repository", "the weather in paris is mild"])
+    query = stage.embed_query("how are git hooks installed")
+    assert float(near @ query) > float(far @ query) + 0.1
+
+
+@pytest.mark.model
+def test_a_corrupt_static_table_is_refused(minilm_static, tmp_path):
+    broken = tmp_path / "broken"
+    shutil.copytree(minilm_static, broken)
+    data = bytearray((broken / TABLE).read_bytes())
+    data[-5] ^= 0xFF
+    (broken / TABLE).write_bytes(bytes(data))
+    with pytest.raises(ModelVerificationError, match="sha256"):
+        load_static(broken, real_tokenizer(broken))
+
+
+@pytest.mark.model
+def test_the_installed_model_reports_its_static_stage(minilm_static):
+    spec = model_spec("all-MiniLM-L6-v2")
+    assert installed_model(model_home(), spec, "fp32") is not None
+    assert (installed_model(model_home(), spec, "fp32").path / TABLE).is_file()
