@@ -138,7 +138,7 @@ class References:
             if clone.exists():
                 shutil.rmtree(clone)
             git(self.scratch, "clone", "-q", str(root), str(clone))
-            done = knowledge(clone, self.home, "reindex-all", "-q")
+            done = knowledge(clone, self.home, "reindex-all", "--wait", "-q")
             assert done.returncode == 0, done.stderr
             self.cache[head] = state(clone)
         return self.cache[head]
@@ -152,9 +152,9 @@ def prepare(scenario: str, root: Path, home: Path, rng: random.Random) -> list[s
     """Put the repository in the scenario's starting state; return the command that will be killed."""
     if scenario == "first build":
         shutil.rmtree(root / ".knowledge", ignore_errors=True)
-        return ["reindex-all", "-q"]
+        return ["reindex-all", "--wait", "-q"]
     if scenario == "rebuild":
-        return ["reindex-all", "-q"]
+        return ["reindex-all", "--wait", "-q"]
     docs = sorted((root / "docs").glob("*.md"))
     for path in rng.sample(docs, 3):
         path.write_text(path.read_text() + f"\n## Note {rng.randrange(10**9)}\n\nA new paragraph {rng.random()}.\n")
@@ -171,7 +171,7 @@ def prepare(scenario: str, root: Path, home: Path, rng: random.Random) -> list[s
         return ["reindex-from-changes"]
     for cache in (home / "embeddings").glob("*.sqlite"):  # no cached vectors: the model really computes
         cache.unlink()
-    return ["reindex-all", "-q"]
+    return ["reindex-all", "--wait", "-q"]
 
 
 def kill_trials(count: int, workdir: Path, home: Path, seed: int) -> dict[str, object]:
@@ -180,7 +180,7 @@ def kill_trials(count: int, workdir: Path, home: Path, seed: int) -> dict[str, o
     make_corpus(root, docs=24, code=10, seed=seed)
     refs = References(home, workdir / "kill-refs")
     (workdir / "kill-refs").mkdir()
-    done = knowledge(root, home, "reindex-all", "-q")
+    done = knowledge(root, home, "reindex-all", "--wait", "-q")
     assert done.returncode == 0, done.stderr
     durations: dict[str, float] = {}
     results: Counter[str] = Counter()
@@ -271,7 +271,7 @@ def storms(count: int, commits: int, workdir: Path, home: Path, seed: int) -> di
     make_corpus(root, docs=40, code=10, seed=seed + 1)
     refs = References(home, workdir / "storm-refs")
     (workdir / "storm-refs").mkdir()
-    for command in (["reindex-all", "-q"], ["hooks", "install"]):
+    for command in (["reindex-all", "--wait", "-q"], ["hooks", "install"]):
         done = knowledge(root, home, *command)
         assert done.returncode == 0, done.stderr
     hook_env = env(home)
@@ -397,7 +397,7 @@ def fuzz(count: int, workdir: Path, home: Path, seed: int) -> dict[str, object]:
     before = resource_children_maxrss()
     started = time.monotonic()
     try:
-        done = knowledge(root, home, "reindex-all", "-q", "--json", timeout=1200)
+        done = knowledge(root, home, "reindex-all", "--wait", "-q", "--json", timeout=1200)
         hung = False
     except subprocess.TimeoutExpired:
         done, hung = None, True
@@ -493,7 +493,7 @@ def attacks(workdir: Path, home: Path) -> dict[str, object]:
     (root / ".env").write_text("API_KEY=should-never-be-served\n")
     git(root, "add", "-A")
     git(root, "commit", "-q", "-m", "attack surface")
-    assert knowledge(root, home, "reindex-all", "-q").returncode in (0, 1)
+    assert knowledge(root, home, "reindex-all", "--wait", "-q").returncode in (0, 1)
     port = free_port()
     server = subprocess.Popen(
         [*KNOWLEDGE, "-C", str(root), "serve", "--port", str(port)],

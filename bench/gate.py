@@ -150,10 +150,11 @@ for bench, repos in spec["benches"].items():
         started = time.monotonic()
         overrides = {"model": spec["model"], "home": spec["home"]}
         kb = KnowledgeBase.open(__import__("pathlib").Path(root), overrides=overrides)
+        static_only = spec.get("stage") == "static"  # phase one only: every chunk on its static vector
         if kb.engine.exists("docs") or kb.engine.exists("code"):
-            kb.reindex_changes()
+            kb.reindex_changes(embed=not static_only)
         else:
-            kb.reindex_all()
+            kb.reindex_all(embed=not static_only)
         print(f"  {bench}/{repo}: indexed in {time.monotonic() - started:.0f}s", file=sys.stderr, flush=True)
         import dataclasses
         try:  # the policy record (what resolve_options hands search()); before it, the rules alone
@@ -267,6 +268,12 @@ def main() -> None:
     parser.add_argument(
         "--answers", action="store_true", help="also the default answer: how often the target's text is inside it"
     )
+    parser.add_argument(
+        "--stage",
+        choices=["complete", "static"],
+        default="complete",
+        help="static: index phase one only, with a vector cache of its own, so every chunk ranks on its static vector",
+    )
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     for name in set(SETTINGS) - set(args.settings):
@@ -290,6 +297,12 @@ def main() -> None:
         git("worktree", "add", "--detach", "-f", str(base_root), args.base, cwd=PROJECT)
         sides["base"] = base_root
     home = str(args.home or os.environ.get("KNOWLEDGE_HOME") or Path.home() / ".cache" / "knowledge")
+    if args.stage == "static":  # the models, but no cached vector: nothing may arrive from the transformer
+        static_home = work / "static-home"
+        static_home.mkdir(parents=True, exist_ok=True)
+        if not (static_home / "models").exists():
+            (static_home / "models").symlink_to(Path(home) / "models")
+        home = str(static_home)
     results: dict = {"model": args.model, "base": git("rev-parse", args.base, cwd=PROJECT).strip(), "sides": {}}
     for side in args.sides:
         started = time.monotonic()
@@ -313,6 +326,7 @@ def main() -> None:
                     "settings": SETTINGS,
                     "variants": variants,
                     "answers": args.answers,
+                    "stage": args.stage,
                 }
             )
         )

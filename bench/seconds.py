@@ -62,8 +62,16 @@ def env_for(code: Path, home: Path) -> dict[str, str]:
     }
 
 
+def wait_flag(code: Path) -> list[str]:
+    """`--wait` where this side's `reindex-all` embeds in the background by default (this round on), else nothing."""
+    index_module = code / "knowledge" / "cli" / "index.py"
+    return ["--wait"] if index_module.is_file() and "--wait" in index_module.read_text() else []
+
+
 def knowledge(code: Path, home: Path, cwd: Path, *args: str, timeout: float = 3600, daemon: bool = False):
     env = env_for(code, home)
+    if args and args[0] == "reindex-all":
+        args = (args[0], *wait_flag(code), *args[1:])
     if daemon:
         env.pop("KNOWLEDGE_NO_DAEMON")
     started = time.monotonic()
@@ -100,7 +108,7 @@ def first_answer(code: Path, source: Path, models_from: Path, work: Path, limit:
     env = env_for(code, home)
     started = time.monotonic()
     indexer = subprocess.Popen(
-        [sys.executable, "-P", "-m", "knowledge", "reindex-all"],
+        [sys.executable, "-P", "-m", "knowledge", "reindex-all", *wait_flag(code)],
         cwd=repo,
         env=env,
         stdout=subprocess.DEVNULL,

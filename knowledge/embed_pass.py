@@ -210,15 +210,15 @@ def _embed_store(
         store.record_progress(None)
 
 
-def embed_in_background(root: Path) -> bool:
-    """Start a detached `knowledge embed` for pending chunks; False when one is already running."""
+def embed_in_background(root: Path, model: str, variant: str) -> bool:
+    """Start a detached `knowledge embed` with this model for pending chunks; False when one is already running."""
     if is_locked(embed_lock_path(root)):
         return False
     log = index_dir(root) / "logs" / "embed.log"
     log.parent.mkdir(parents=True, exist_ok=True)
     with log.open("ab") as out:
         subprocess.Popen(
-            [sys.executable, "-m", "knowledge", "-C", str(root), "embed", "--quiet"],
+            [sys.executable, "-m", "knowledge", "-C", str(root), "--model", model, "--variant", variant, "embed", "-q"],
             stdin=subprocess.DEVNULL,
             stdout=out,
             stderr=out,

@@ -247,7 +247,7 @@ class KnowledgeBase:
 
     def embed_in_background(self) -> bool:
         """Start a detached `knowledge embed` for pending chunks; False when one is already running."""
-        return embed_in_background(self.root)
+        return embed_in_background(self.root, self.settings.model, self.settings.model_variant)
 
     def needs_catch_up(self) -> bool:
         """Cheap check (one `git rev-parse`, one stat pass) whether the index trails HEAD or the files."""

@@ -1,7 +1,11 @@
 """The static first stage: a dense vector for every chunk at once, replaced chunk by chunk by the transformer's."""
 
 import json
+import os
 import shutil
+import subprocess
+import sys
+import time
 
 import numpy as np
 import pytest
@@ -141,3 +145,34 @@ def test_the_installed_model_reports_its_static_stage(minilm_static):
     spec = model_spec("all-MiniLM-L6-v2")
     assert installed_model(model_home(), spec, "fp32") is not None
     assert (installed_model(model_home(), spec, "fp32").path / TABLE).is_file()
+
+
+@pytest.mark.model
+def test_reindex_all_returns_searchable_and_the_vectors_arrive_in_the_background(git_repo, tmp_path):
+    """The real CLI with MiniLM, as a user runs it: the model named by --model is the one the detached embed uses."""
+    ensure_static(model_home(), model_spec("all-MiniLM-L6-v2"), "fp32")
+    commit(git_repo, DOCS)
+    env = {**os.environ, "KNOWLEDGE_HOME": str(model_home()), "KNOWLEDGE_NO_DAEMON": "1"}
+
+    def knowledge(*args):
+        command = [sys.executable, "-m", "knowledge", "-C", str(git_repo), "--model", "all-MiniLM-L6-v2", *args]
+        return subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
+
+    indexed = knowledge("reindex-all")
+    assert indexed.returncode == 0, indexed.stderr
+    assert "embedding in the background" in indexed.stderr
+    answer = json.loads(knowledge("search", "how are hooks installed", "--json").stdout)
+    assert answer["results"]
+    assert answer["dense_coverage"] + answer["static_coverage"] == pytest.approx(1.0)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        status = json.loads(knowledge("status", "--json").stdout)
+        if status["dense_coverage"] == 1.0 and not status["reindex_running"]:
+            break
+        time.sleep(0.5)
+    assert status["dense_coverage"] == 1.0
+    assert status["model"].startswith("all-MiniLM-L6-v2")
+    assert (git_repo / ".knowledge" / "logs" / "embed.log").is_file()
+    waited = knowledge("reindex-all", "--wait")
+    assert waited.returncode == 0
+    assert json.loads(knowledge("search", "hooks", "--json").stdout)["static_coverage"] == 0.0

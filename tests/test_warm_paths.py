@@ -52,7 +52,7 @@ def knowledge(root, env, *args, probe=False):
 
 def test_commit_touching_no_indexed_file_loads_no_model_and_writes_no_chunks(git_repo, env):
     commit(git_repo, {f"docs/{p.name}": p.read_text() for p in FIXTURES.glob("*.md")})
-    assert knowledge(git_repo, env, "reindex-all", "--quiet").returncode == 0
+    assert knowledge(git_repo, env, "reindex-all", "--wait", "--quiet").returncode == 0
     written = [git_repo / ".knowledge" / name for name in ("docs.usearch", "docs.meta.json", "code.meta.json")]
     before = json.loads(knowledge(git_repo, env, "status", "--json").stdout)
     commit(git_repo, {"notes.bin": b"\0binary, not indexed"})
@@ -71,7 +71,7 @@ def test_commit_touching_no_indexed_file_loads_no_model_and_writes_no_chunks(git
 
 def test_daemon_answers_like_the_cold_path_on_an_owner_only_socket(git_repo, env):
     commit(git_repo, {f"docs/{p.name}": p.read_text() for p in FIXTURES.glob("*.md")})
-    assert knowledge(git_repo, env, "reindex-all", "--quiet").returncode == 0
+    assert knowledge(git_repo, env, "reindex-all", "--wait", "--quiet").returncode == 0
     cold = knowledge(git_repo, {**env, "KNOWLEDGE_NO_DAEMON": "1"}, "search", "token budget", "--json")
     started = knowledge(git_repo, env, "daemon", "start", "--idle-timeout", "60")
     assert started.returncode == 0, started.stderr

@@ -24,21 +24,26 @@ if TYPE_CHECKING:
 @click.command("reindex-all")
 @click.option("-q", "--quiet", is_flag=True, help="No progress or summary on stderr.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON on stdout.")
-@click.option("--background", is_flag=True, help="Return once searchable; embed in a detached process.")
+@click.option("--wait", is_flag=True, help="Embed here and return when every chunk has its vector (scripts, CI).")
+@click.option("--background", is_flag=True, hidden=True, help="The default now; kept for older scripts.")
 @click.option(
     "--no-vectors", is_flag=True, help="Chunks, names and the lexical index only (drift, lint, grep in CI); no model."
 )
 @click.pass_context
-def reindex_all_command(ctx: click.Context, quiet: bool, as_json: bool, background: bool, no_vectors: bool) -> None:
+def reindex_all_command(
+    ctx: click.Context, quiet: bool, as_json: bool, wait: bool, background: bool, no_vectors: bool
+) -> None:
     """Rebuild the index of docs and code; unchanged chunks reuse cached vectors.
 
-    The index is searchable (lexically) as soon as the files are chunked; vectors follow, and search uses each one
-    as it arrives. Ctrl-C during embedding leaves a searchable index that the next run completes.
+    Returns once the index is searchable: every file chunked, the lexical index built, and every chunk without a
+    cached vector given its static first-stage vector (seconds). The model's vectors follow in a detached
+    `knowledge embed` (`status` shows how far it is; each answer says its coverage), unless --wait embeds them here.
     Exits 1 when some files were skipped (each is named on stderr); the rest is indexed.
 
     \b
     knowledge reindex-all
-    knowledge --model all-MiniLM-L6-v2 reindex-all --quiet
+    knowledge reindex-all --wait --quiet
+    knowledge --model all-MiniLM-L6-v2 reindex-all --wait
     knowledge reindex-all --no-vectors && knowledge drift --format github
     """
     progress = ProgressPrinter(not quiet)
@@ -50,7 +55,9 @@ def reindex_all_command(ctx: click.Context, quiet: bool, as_json: bool, backgrou
     if no_vectors:
         _finish_report(ctx, report, quiet, as_json)
         return
-    _embed_after(ctx, kb, report, progress, quiet, as_json, background, compact=True)
+    # an embedder injected in-process (tests) cannot be handed to a detached process: it embeds here
+    here = wait or ctx.find_root().obj.get("embedder_factory") is not None
+    _embed_after(ctx, kb, report, progress, quiet, as_json, background=not here, compact=True)
 
 
 @click.command("reindex-from-changes")
@@ -122,7 +129,8 @@ def _embed_after(
     """The second phase: vectors for what the first phase could not take from the cache."""
     if report.chunks_pending and not quiet:
         click.echo(
-            f"searchable now: {report.chunks_total} chunks ranked lexically; {report.chunks_pending} wait for vectors",
+            f"searchable now: {report.chunks_total} chunks, {report.chunks_pending} ranked by the lexical index and "
+            "the static first stage until their vectors arrive",
             err=True,
         )
     if background:
