@@ -176,3 +176,24 @@ def test_reindex_all_returns_searchable_and_the_vectors_arrive_in_the_background
     waited = knowledge("reindex-all", "--wait")
     assert waited.returncode == 0
     assert json.loads(knowledge("search", "hooks", "--json").stdout)["static_coverage"] == 0.0
+
+
+def test_the_fill_gives_public_entities_their_vectors_first_and_tests_last(git_repo):
+    commit(
+        git_repo,
+        {
+            "src/lib.py": "import os\n\nLIMIT = 3\n\n\ndef _helper(x):\n    return x\n\n\ndef public_api(y):\n"
+            "    return _helper(y)\n",
+            "tests/test_lib.py": "def test_public_api():\n    assert True\n",
+        },
+    )
+    kb = KnowledgeBase.open(git_repo, embedder_factory=lambda s: StagedEmbedder())
+    kb.reindex_all(embed=False)
+    store = kb.index("code").store
+    order = [store.chunks([p.key])[p.key] for p in store.pending(100)]
+    assert [c.symbol for c in order][:1] == ["public_api"]
+    assert order.index(next(c for c in order if c.symbol == "_helper")) < order.index(
+        next(c for c in order if c.path.startswith("tests/"))
+    )
+    assert order[-1].path.startswith("tests/")  # tests after the code they test
+    assert not order[-2].symbol  # and the lines between entities after the entities

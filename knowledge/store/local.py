@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import IndexCorruptError, IndexIncompatibleError, IndexNotFoundError
-from ..fs import atomic_write, create_private_file, private_dir
+from ..fs import create_private_file, private_dir
 from ..records import Chunk, FileProblem
 from . import (
     FORMAT_VERSION,
@@ -40,12 +40,14 @@ from . import (
     index_dir,
 )
 from .local_files import (
+    FILL_ORDER,
     SCHEMA,
     SYMBOL_KEY,
     Transaction,
     connect,
     read_meta,
     store_paths,
+    write_meta_json,
 )
 from .local_lexical import LocalLexical
 from .local_static import LocalStatic
@@ -151,22 +153,7 @@ class LocalStore:
             path.unlink(missing_ok=True)
 
     def write_meta_json(self) -> None:
-        _, meta_path, _ = store_paths(self.root, self.kind)
-        summary = self.summary()
-        atomic_write(
-            meta_path,
-            json.dumps(
-                {
-                    "format_version": FORMAT_VERSION,
-                    "manifest": asdict(self.manifest),
-                    "store": f"{self.kind}.sqlite",
-                    "vectors": f"{self.kind}.usearch",
-                    "files": summary.files,
-                    "chunks": summary.chunks,
-                },
-                indent=2,
-            ),
-        )
+        write_meta_json(self.root, self.kind, self.manifest, self.summary())
 
     def close(self) -> None:
         with self._lock:
@@ -283,7 +270,7 @@ class LocalStore:
     def pending(self, limit: int) -> list[Pending]:
         with self._lock:
             rows = self._db.execute(
-                "SELECT key, content_hash, embed_text FROM chunks WHERE embedded = 0 ORDER BY key LIMIT ?",
+                f"SELECT key, content_hash, embed_text FROM chunks WHERE embedded = 0 ORDER BY {FILL_ORDER} LIMIT ?",
                 (limit,),
             ).fetchall()
         return [Pending(key, digest, text or "") for key, digest, text in rows]

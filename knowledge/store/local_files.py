@@ -4,10 +4,13 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import sqlite3
+from dataclasses import asdict
 from pathlib import Path
 
-from . import index_dir
+from ..fs import atomic_write
+from . import FORMAT_VERSION, Manifest, StoreSummary, index_dir
 from .vectors import remove_stale_temp_files
 
 FTS_TOKENIZER = "porter unicode61 tokenchars '_'"
@@ -31,6 +34,14 @@ CREATE TABLE IF NOT EXISTS tombstones (key INTEGER PRIMARY KEY);
 CREATE TABLE IF NOT EXISTS static (key INTEGER PRIMARY KEY, vector BLOB NOT NULL);
 CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(body, tokenize="{tokenizer}");
 """.replace("{symbol}", SYMBOL_KEY).replace("{tokenizer}", FTS_TOKENIZER)
+
+
+# The order chunks get their transformer vectors: what is most likely asked first. Code before its tests; public
+# entities, then other named entities, then the lines between them (a doc index fills before the code's).
+FILL_ORDER = (
+    "(path LIKE '%test%'), CASE WHEN json_extract(data, '$.exported') = 1 THEN 0 "
+    "WHEN json_extract(data, '$.symbol') != '' THEN 1 ELSE 2 END, key"
+)
 
 
 def store_paths(root: Path, kind: str) -> tuple[Path, Path, Path]:
@@ -71,3 +82,21 @@ def remove_leftovers(folder: Path) -> None:
     for building in folder.glob(".*.sqlite.building*"):
         with contextlib.suppress(OSError):
             building.unlink()
+
+
+def write_meta_json(root: Path, kind: str, manifest: Manifest, summary: StoreSummary) -> None:
+    """`<kind>.meta.json`: the manifest and counts, for people and other tools (SQLite holds the authoritative copy)."""
+    atomic_write(
+        store_paths(root, kind)[1],
+        json.dumps(
+            {
+                "format_version": FORMAT_VERSION,
+                "manifest": asdict(manifest),
+                "store": f"{kind}.sqlite",
+                "vectors": f"{kind}.usearch",
+                "files": summary.files,
+                "chunks": summary.chunks,
+            },
+            indent=2,
+        ),
+    )

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from . import ScoredKey
 from .pg_lexemes import lexeme_literal
@@ -95,3 +95,7 @@ def bm25(conn: Connection, index_id: int, stems: Sequence[str], k: int) -> list[
         },
     ).fetchall()
     return [ScoredKey(int(key), float(score)) for key, score in rows]
+
+
+def vector_array(vector: Any) -> Any:  # noqa: ANN401 - pgvector returns a Vector or a numpy array by protocol
+    return vector.to_numpy() if hasattr(vector, "to_numpy") else vector

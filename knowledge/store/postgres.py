@@ -37,16 +37,12 @@ from . import (
     chunk_to_json,
 )
 from .pg_lexemes import stems, symbol_key, tsvector_text
-from .pg_queries import bm25, nearest
+from .pg_queries import bm25, nearest, vector_array
 from .pg_schema import BUILDING_LOCK, Connection, IndexTarget, ensure_vector_index
 
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
-
-
-def _array(vector: Any) -> Any:  # noqa: ANN401 - pgvector returns a Vector or a numpy array by protocol
-    return vector.to_numpy() if hasattr(vector, "to_numpy") else vector
 
 
 class PostgresStore:
@@ -220,7 +216,7 @@ class PostgresStore:
             "WHERE index_id = %s AND key = ANY(%s) AND embedding IS NOT NULL",
             (self.index_id, unique),
         )
-        return {int(key): np.asarray(_array(vector), dtype=np.float32) for key, vector in rows}
+        return {int(key): np.asarray(vector_array(vector), dtype=np.float32) for key, vector in rows}
 
     def coverage(self) -> Coverage:
         total, embedded, raw = self._one(
@@ -232,7 +228,8 @@ class PostgresStore:
     def pending(self, limit: int) -> list[Pending]:
         rows = self._all(
             "SELECT key, content_hash, embed_text FROM knowledge_chunks WHERE index_id = %s AND embedding IS NULL "
-            "ORDER BY key LIMIT %s",
+            "ORDER BY (path LIKE '%%test%%'), CASE WHEN data->>'exported' = 'true' THEN 0 "
+            "WHEN coalesce(data->>'symbol', '') <> '' THEN 1 ELSE 2 END, key LIMIT %s",  # local_files.FILL_ORDER
             (self.index_id, limit),
         )
         return [Pending(int(key), digest, text or "") for key, digest, text in rows]
