@@ -91,16 +91,7 @@ def load_embedder(
 
     spec = model_spec(name)
     installed = installed_model(home, spec, variant) or build_model(home, spec, variant, on_step)
-    embedder = OnnxEmbedder(
-        installed.path,
-        model_id=spec.name,
-        dims=spec.dims,
-        max_tokens=spec.max_seq_length,
-        pad_id=spec.pad_id,
-        fingerprint=installed.fingerprint,
-        preoptimized=installed.preoptimized,
-    )
-    return embedder
+    return OnnxEmbedder.of(installed)
 
 
 class BuiltModel:
@@ -165,15 +156,7 @@ class BuiltModel:
     def load(self) -> Embedder:
         from .onnx_embedder import OnnxEmbedder
 
-        return OnnxEmbedder(
-            self.installed.path,
-            model_id=self.spec.name,
-            dims=self.spec.dims,
-            max_tokens=self.spec.max_seq_length,
-            pad_id=self.spec.pad_id,
-            fingerprint=self.installed.fingerprint,
-            preoptimized=self.installed.preoptimized,
-        )
+        return OnnxEmbedder.of(self.installed)
 
 
 __all__ = ["DEFAULT_MODEL", "MODELS", "BuiltModel", "Embedder", "ModelSpec", "load_embedder", "model_spec"]

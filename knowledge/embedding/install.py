@@ -225,14 +225,5 @@ def ensure_static(home: Path, spec: ModelSpec, variant: str, on_step: Callable[[
         if not static_built(installed.path):
             if on_step is not None:
                 on_step("distilling the static first stage (every vocabulary token through the model)")
-            embedder = OnnxEmbedder(
-                installed.path,
-                model_id=spec.name,
-                dims=spec.dims,
-                max_tokens=spec.max_seq_length,
-                pad_id=spec.pad_id,
-                fingerprint=installed.fingerprint,
-                preoptimized=installed.preoptimized,
-            )
-            build_static(installed.path, embedder, on_step)
+            build_static(installed.path, OnnxEmbedder.of(installed), on_step)
     return installed.path
