@@ -136,8 +136,16 @@ def hook_log(path: Path) -> Path:
 
 
 # ---- agents ---------------------------------------------------------------------------------------------------
-def plan_agents(root: Path, clients: tuple[str, ...], scope: str, remove: bool) -> tuple[list[str], list[Change]]:
-    """The clients set up (those named, else those whose config folders exist) and the file changes to make."""
+def plan_agents(
+    root: Path,
+    clients: tuple[str, ...],
+    scope: str,
+    remove: bool,
+    url: str | None = None,
+    token_variable: str = "KNOWLEDGE_TOKEN",
+) -> tuple[list[str], list[Change]]:
+    """The clients set up (those named, else those whose config folders exist) and the file changes to make: a local
+    stdio server, or with `url` a `knowledge mcp --http` there (token from `token_variable`)."""
     home = Path.home()
     chosen = list(clients) or agent_config.detect(root, home, scope)
     if not chosen:
@@ -145,8 +153,14 @@ def plan_agents(root: Path, clients: tuple[str, ...], scope: str, remove: bool) 
             f"no agent's config folder found in {'this repository' if scope == 'project' else home}; "
             f"name one: --client {'|'.join(sorted(CLIENTS))}"
         )
-    command = agent_config.server_command(shutil.which("knowledge"), sys.executable)
-    return chosen, agent_config.plan(root, home, chosen, scope, command, remove=remove)
+    if url is not None and not url.startswith(("http://", "https://")):
+        raise KnowledgeError(f"--url {url}: expected an http:// or https:// address of `knowledge mcp --http`")
+    server: list[str] | agent_config.Remote = (
+        agent_config.Remote(url, token_variable)
+        if url is not None
+        else agent_config.server_command(shutil.which("knowledge"), sys.executable)
+    )
+    return chosen, agent_config.plan(root, home, chosen, scope, server, remove=remove)
 
 
 def apply_agent_changes(changes: list[Change]) -> None:

@@ -10,11 +10,11 @@ from __future__ import annotations
 import difflib
 import json
 import os
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from .config_edit import json_member_set, only_empty_containers, toml_table_set
 from .errors import KnowledgeError
 
 SERVER_NAME = "knowledge"
@@ -36,6 +36,15 @@ This repository is indexed by `knowledge` (MCP server `knowledge`; the same as t
 
 
 @dataclass(frozen=True, slots=True)
+class Remote:
+    """A `knowledge mcp --http` (or `serve`) at `url`: clients send the bearer token from `token_variable`, which the
+    config names and never holds."""
+
+    url: str
+    token_variable: str = "KNOWLEDGE_TOKEN"
+
+
+@dataclass(frozen=True, slots=True)
 class Client:
     name: str
     title: str
@@ -43,6 +52,7 @@ class Client:
     user_file: str | None  # relative to the home folder
     markers: tuple[str, ...]  # folders or files whose presence means the client is used (relative to root or home)
     entry: Callable[[list[str]], dict[str, object]]
+    remote: Callable[[Remote], dict[str, object]] | None = None  # the entry for an HTTP server, as documented
     container: tuple[str, ...] = ("mcpServers",)
     instructions: str = "AGENTS.md"
 
@@ -51,24 +61,48 @@ def _stdio(command: list[str]) -> dict[str, object]:
     return {"command": command[0], "args": command[1:]}
 
 
+def _bearer(reference: str) -> dict[str, object]:
+    return {"headers": {"Authorization": f"Bearer {reference}"}}
+
+
+def _codex(server: list[str] | Remote) -> str:
+    """Codex's `[mcp_servers.knowledge]` table (TOML): a command, or a URL with the token's variable."""
+    head = f"[mcp_servers.{SERVER_NAME}]\n"
+    if isinstance(server, Remote):
+        return head + f"url = {json.dumps(server.url)}\nbearer_token_env_var = {json.dumps(server.token_variable)}\n"
+    return head + f"command = {json.dumps(server[0])}\nargs = {json.dumps(server[1:])}\n"
+
+
 CLIENTS = {
     client.name: client
     for client in (
         Client(
             "claude", "Claude Code", ".mcp.json", ".claude.json", (".claude", ".mcp.json", "CLAUDE.md"),
-            lambda c: {"type": "stdio", **_stdio(c)}, instructions="CLAUDE.md",
+            lambda c: {"type": "stdio", **_stdio(c)},
+            lambda r: {"type": "http", "url": r.url, **_bearer(f"${{{r.token_variable}}}")},
+            instructions="CLAUDE.md",
         ),
-        Client("cursor", "Cursor", ".cursor/mcp.json", ".cursor/mcp.json", (".cursor",), _stdio),
+        Client(
+            "cursor", "Cursor", ".cursor/mcp.json", ".cursor/mcp.json", (".cursor",), _stdio,
+            lambda r: {"url": r.url, **_bearer(f"${{env:{r.token_variable}}}")},
+        ),
         Client(
             "vscode", "VS Code", ".vscode/mcp.json", ".config/Code/User/mcp.json", (".vscode", ".config/Code"),
-            lambda c: {"type": "stdio", **_stdio(c)}, container=("servers",),
+            lambda c: {"type": "stdio", **_stdio(c)},
+            lambda r: {"type": "http", "url": r.url, **_bearer(f"${{env:{r.token_variable}}}")},
+            container=("servers",),
         ),
         Client("codex", "Codex CLI", ".codex/config.toml", ".codex/config.toml", (".codex",), _stdio),
-        Client("gemini", "Gemini CLI", ".gemini/settings.json", ".gemini/settings.json", (".gemini",), _stdio),
+        Client(
+            "gemini", "Gemini CLI", ".gemini/settings.json", ".gemini/settings.json", (".gemini",), _stdio,
+            lambda r: {"httpUrl": r.url, **_bearer(f"${{{r.token_variable}}}")},
+        ),
         Client(
             "opencode", "OpenCode", "opencode.json", ".config/opencode/opencode.json",
             ("opencode.json", "opencode.jsonc", ".opencode", ".config/opencode"),
-            lambda c: {"type": "local", "command": c, "enabled": True}, container=("mcp",),
+            lambda c: {"type": "local", "command": c, "enabled": True},
+            lambda r: {"type": "remote", "url": r.url, "enabled": True, **_bearer(f"{{env:{r.token_variable}}}")},
+            container=("mcp",),
         ),
     )
 }  # fmt: skip
@@ -102,9 +136,10 @@ def detect(root: Path, home: Path, scope: str) -> list[str]:
 
 
 def plan(
-    root: Path, home: Path, clients: list[str], scope: str, command: list[str], remove: bool = False
+    root: Path, home: Path, clients: list[str], scope: str, command: list[str] | Remote, remove: bool = False
 ) -> list[Change]:
-    """The file changes that install (or with `remove`, uninstall) the server entry and the instructions."""
+    """The file changes that install (or with `remove`, uninstall) the server entry and the instructions: a local
+    server started by `command` (stdio), or a `Remote` one over HTTP with a bearer token."""
     changes = []
     for name in clients:
         client = CLIENTS[name]
@@ -114,11 +149,16 @@ def plan(
         path = (root if scope == "project" else home) / relative
         before = path.read_text(encoding="utf-8") if path.is_file() else None
         if path.suffix == ".toml":
-            after = _toml_set(before or "", None if remove else command)
+            after = toml_table_set(before or "", f"mcp_servers.{SERVER_NAME}", None if remove else _codex(command))
         else:
-            entry = None if remove else client.entry(command)
-            after = _json_set(before, path, [*client.container, SERVER_NAME], entry)
-            if remove and after is not None and _only_empty_containers(after):
+            entry = None
+            if not remove and isinstance(command, Remote):
+                assert client.remote is not None
+                entry = client.remote(command)
+            elif not remove and not isinstance(command, Remote):
+                entry = client.entry(command)
+            after = json_member_set(before, path, [*client.container, SERVER_NAME], entry)
+            if remove and after is not None and only_empty_containers(after):
                 after = None  # the file held nothing but our entry: uninstall leaves no trace
         changes.append(Change(path, before, after))
     if scope == "project":
@@ -166,217 +206,3 @@ def _instructions(text: str | None, remove: bool) -> str | None:
     if not text:
         return INSTRUCTIONS
     return text.rstrip("\n") + "\n\n" + INSTRUCTIONS
-
-
-# ---- TOML (Codex) -----------------------------------------------------------------------------------------------
-_TABLE = re.compile(r"^\s*\[\[?\s*([^\]]+?)\s*\]\]?\s*(#.*)?$")
-
-
-def _toml_set(text: str, command: list[str] | None) -> str | None:
-    """`text` with the `[mcp_servers.knowledge]` table (and its subtables) replaced, appended or removed."""
-    lines = text.splitlines(keepends=True)
-    ours = f"mcp_servers.{SERVER_NAME}"
-    start = end = None
-    for number, line in enumerate(lines):
-        table = _TABLE.match(line)
-        if table is None:
-            continue
-        name = table.group(1).replace('"', "")
-        if name == ours or name.startswith(ours + "."):
-            start = number if start is None else start
-            end = None
-        elif start is not None and end is None:
-            end = number
-    block = f"[{ours}]\ncommand = {json.dumps(command[0])}\nargs = {json.dumps(command[1:])}\n" if command else ""
-    if start is None:
-        if command is None:
-            return text or None
-        separator = "" if not text else ("\n" if text.endswith("\n") else "\n\n")
-        return text + separator + block
-    end = len(lines) if end is None else end
-    while end > start and not lines[end - 1].strip():  # keep the blank lines before the next table
-        end -= 1
-    if command is None and end == len(lines) and start > 0 and not lines[start - 1].strip():
-        start -= 1  # the blank line `install` put before a table it appended
-    result = "".join(lines[:start]) + block + "".join(lines[end:])
-    return result if result.strip() else None
-
-
-# ---- JSON / JSONC, edited at one member -------------------------------------------------------------------------
-@dataclass
-class _Object:
-    open: int  # offset of "{"
-    close: int  # offset of "}"
-    members: dict[str, tuple[int, int, int, object]]  # key -> (key start, value start, value end, value)
-
-
-class _Scanner:
-    """Just enough of a JSON-with-comments parser to know where each member of an object starts and ends."""
-
-    def __init__(self, text: str, path: Path) -> None:
-        self.text, self.path, self.at = text, path, 0
-
-    def fail(self, what: str) -> KnowledgeError:
-        line = self.text.count("\n", 0, self.at) + 1
-        return KnowledgeError(f"{self.path}: not valid JSON at line {line} ({what}); fix it or pass --dry-run")
-
-    def skip(self) -> None:
-        while self.at < len(self.text):
-            if self.text[self.at].isspace():
-                self.at += 1
-            elif self.text.startswith("//", self.at):
-                newline = self.text.find("\n", self.at)
-                self.at = len(self.text) if newline < 0 else newline
-            elif self.text.startswith("/*", self.at):
-                close = self.text.find("*/", self.at + 2)
-                if close < 0:
-                    raise self.fail("an unclosed comment")
-                self.at = close + 2
-            else:
-                return
-
-    def value(self) -> object:
-        self.skip()
-        if self.at >= len(self.text):
-            raise self.fail("unexpected end")
-        char = self.text[self.at]
-        if char == "{":
-            return self.object()
-        if char == "[":
-            self.at += 1
-            items: list[object] = []
-            while True:
-                self.skip()
-                if self.text.startswith("]", self.at):
-                    self.at += 1
-                    return items
-                items.append(self.value())
-                self.skip()
-                if self.text.startswith(",", self.at):
-                    self.at += 1
-        if char == '"':
-            decoder = json.JSONDecoder()
-            try:
-                value, self.at = decoder.raw_decode(self.text, self.at)
-            except json.JSONDecodeError as exc:
-                raise self.fail(exc.msg) from None
-            return value
-        literal = re.compile(r"-?\d+(\.\d+)?([eE][-+]?\d+)?|true|false|null").match(self.text, self.at)
-        if literal is None:
-            raise self.fail(f"unexpected {char!r}")
-        self.at = literal.end()
-        return json.loads(literal.group(0))
-
-    def object(self) -> _Object:
-        found = _Object(self.at, -1, {})
-        self.at += 1
-        while True:
-            self.skip()
-            if self.text.startswith("}", self.at):
-                found.close = self.at
-                self.at += 1
-                return found
-            key_start = self.at
-            key = self.value()
-            if not isinstance(key, str):
-                raise self.fail("a key that is not a string")
-            self.skip()
-            if not self.text.startswith(":", self.at):
-                raise self.fail("a missing ':'")
-            self.at += 1
-            self.skip()
-            value_start = self.at
-            value = self.value()
-            found.members[key] = (key_start, value_start, self.at, value)
-            self.skip()
-            if self.text.startswith(",", self.at):
-                self.at += 1
-
-
-def _only_empty_containers(text: str) -> bool:
-    def empty(value: object) -> bool:
-        return isinstance(value, dict) and all(empty(inner) for inner in value.values())
-
-    try:
-        return empty(json.loads(text))
-    except ValueError:  # comments: a file someone wrote, leave it
-        return False
-
-
-def _indent_of(text: str, offset: int) -> str:
-    line_start = text.rfind("\n", 0, offset) + 1
-    return re.match(r"[ \t]*", text[line_start:]).group(0)  # type: ignore[union-attr]
-
-
-def _dump(value: object, indent: str, unit: str) -> str:
-    dumped = json.dumps(value, indent=len(unit) if unit else 2, ensure_ascii=False)
-    return dumped.replace("\n", "\n" + indent)
-
-
-def _json_set(text: str | None, path: Path, keys: list[str], value: object | None) -> str | None:
-    """`text` with the member at `keys` set to `value` (None: removed), everything else as it was."""
-    if not text or not text.strip():
-        if value is None:
-            return text
-        nested: object = value
-        for key in reversed(keys):
-            nested = {key: nested}
-        return json.dumps(nested, indent=2, ensure_ascii=False) + "\n"
-    scanner = _Scanner(text, path)
-    scanner.skip()
-    if not text.startswith("{", scanner.at):
-        raise scanner.fail("the top level is not an object")
-    current = scanner.object()
-    unit = _indent_of(text, min((m[0] for m in current.members.values()), default=current.close)) or "  "
-    parents: list[tuple[_Object, str]] = []
-    for depth, key in enumerate(keys):
-        member = current.members.get(key)
-        last = depth == len(keys) - 1
-        if value is None and not last and (member is None or not isinstance(member[3], _Object)):
-            return text  # nothing of ours to remove
-        if member is not None and (last or not isinstance(member[3], _Object)):
-            key_start, value_start, value_end, _ = member
-            if value is None:  # an emptied container goes too, up to (not including) the top level
-                while len(current.members) == 1 and parents:
-                    current, key = parents.pop()
-                return _remove_member(text, current, key)
-            if not last:  # a container of the wrong type: replace it whole
-                nested = value
-                for inner in reversed(keys[depth + 1 :]):
-                    nested = {inner: nested}
-                value = nested
-            return text[:value_start] + _dump(value, _indent_of(text, key_start), unit) + text[value_end:]
-        if member is None:
-            if value is None:
-                return text
-            nested = value
-            for inner in reversed(keys[depth + 1 :]):
-                nested = {inner: nested}
-            return _insert_member(text, current, key, nested, unit)
-        parents.append((current, key))
-        current = member[3]  # type: ignore[assignment]
-    return text
-
-
-def _insert_member(text: str, target: _Object, key: str, value: object, unit: str) -> str:
-    outer = _indent_of(text, target.open)
-    if target.members:
-        last_end = max(m[2] for m in target.members.values())
-        indent = _indent_of(text, max(m[0] for m in target.members.values()))
-        addition = f",\n{indent}{json.dumps(key)}: {_dump(value, indent, unit)}"
-        return text[:last_end] + addition + text[last_end:]
-    indent = outer + unit
-    inner = f"\n{indent}{json.dumps(key)}: {_dump(value, indent, unit)}\n{outer}"
-    return text[: target.open + 1] + inner + text[target.close :]
-
-
-def _remove_member(text: str, target: _Object, key: str) -> str:
-    ordered = sorted(target.members.items(), key=lambda item: item[1][0])
-    position = next(i for i, (name, _) in enumerate(ordered) if name == key)
-    key_start, _, value_end, _ = ordered[position][1]
-    if position > 0:  # from the end of the previous member's value: its comma goes with us
-        start = ordered[position - 1][1][2]
-        return text[:start] + text[value_end:]
-    if len(ordered) > 1:  # first of several: up to the next member's key
-        return text[:key_start] + text[ordered[1][1][0] :]
-    return text[: target.open + 1] + text[target.close :]

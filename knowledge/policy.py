@@ -26,6 +26,9 @@ class FusionParams:
     # In units of a first-rank vote, for chunks holding an identifier from the query. 0 since the gate (§4c): worth
     # -0.002 on semble-dev, -0.004 on mixed, +0.002 on the function set. Such chunks still pass the threshold.
     exact_boost: float = 0.0
+    # A dense hit from the static first stage (a chunk still waiting for its vector) votes this share of a transformer
+    # hit: the static ranking is far weaker than BM25 on prose and one-function snippets (docs/benchmarks.md §0).
+    static_weight: float = 1.0
 
 
 @dataclass(frozen=True, slots=True)

@@ -38,12 +38,14 @@ def fuse(
     params: FusionParams,
     exact_keys: Set[int] = frozenset(),
     query_terms: int | None = None,
+    static_keys: Set[int] = frozenset(),
 ) -> list[Candidate]:
     """Candidates from both lists ranked by fused score (ties: better dense rank first)."""
     lexical_weight = params.lexical_weight * lexical_scale(query_terms, params)
     found: dict[int, Candidate] = {}
     for rank, (key, cosine) in enumerate(dense, start=1):
-        found[key] = Candidate(key, cosine=cosine, dense_rank=rank, fused=params.dense_weight / (params.k + rank))
+        weight = params.dense_weight * (params.static_weight if key in static_keys else 1.0)
+        found[key] = Candidate(key, cosine=cosine, dense_rank=rank, fused=weight / (params.k + rank))
     for rank, (key, score) in enumerate(lexical, start=1):
         candidate = found.setdefault(key, Candidate(key))
         candidate.lexical_score, candidate.lexical_rank = score, rank
@@ -100,7 +102,7 @@ def retrieve(
         lexical_hits = lexical_candidates(index, query, depth)
     pool = list(dict.fromkeys([key for key, _ in dense] + [key for key, _ in lexical_hits]))
     exact = _exact_matches(query, index, pool, policy)
-    candidates = fuse(dense, lexical_hits, policy.fusion, exact, len(set(query_terms)))
+    candidates = fuse(dense, lexical_hits, policy.fusion, exact, len(set(query_terms)), static.keys())
     if index.kind == "code" and policy.definitions_joined:  # definitions of asked names join, found or not
         known = {c.key for c in candidates}
         names = sorted(asked_names(query))

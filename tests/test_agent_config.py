@@ -3,14 +3,20 @@ nothing, uninstall restores the file, and the written command line starts an MCP
 
 import asyncio
 import os
+import re
+import socket
+import subprocess
+import sys
+import time
 import tomllib
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
-from knowledge.agent_config import CLIENTS, INSTRUCTIONS, _Scanner
+from knowledge.agent_config import CLIENTS, INSTRUCTIONS
 from knowledge.cli import cli
+from knowledge.config_edit import _Scanner
 
 from .conftest import commit, model_home
 
@@ -134,5 +140,77 @@ def test_the_written_command_line_starts_a_server_the_official_client_talks_to(g
     entry = server_entry(name, parsed(git_repo / CLIENTS[name].project_file))
     env = {"PATH": os.environ["PATH"], "KNOWLEDGE_HOME": str(model_home()), "KNOWLEDGE_MODEL": "all-MiniLM-L6-v2"}
     initialized, tools = asyncio.run(_initialize_and_list(command_line(name, entry), git_repo, env))
+    assert initialized.server_info.name == "knowledge"
+    assert {"search", "get_source", "docs_for"} <= {tool.name for tool in tools.tools}
+
+
+REFERENCE = re.compile(r"\$\{env:(\w+)\}|\$\{(\w+)\}|\{env:(\w+)\}")  # the clients' documented variable forms
+
+
+def remote_endpoint(name: str, entry: dict, env: dict[str, str]) -> tuple[str, dict[str, str]]:
+    """The URL and headers a client sends, its variable references resolved as that client resolves them."""
+    if name == "codex":
+        return entry["url"], {"Authorization": f"Bearer {env[entry['bearer_token_env_var']]}"}
+    url = entry.get("url") or entry["httpUrl"]
+    headers = {key: REFERENCE.sub(lambda m: env[next(g for g in m.groups() if g)], value) for key, value in
+               entry["headers"].items()}  # fmt: skip
+    return url, headers
+
+
+async def _initialize_and_list_over_http(url: str, headers: dict[str, str]):
+    from mcp.client.session import ClientSession
+    from mcp.client.streamable_http import create_mcp_http_client, streamable_http_client
+
+    async with (
+        create_mcp_http_client(headers=headers) as http,
+        streamable_http_client(url, http_client=http) as (read, write, *_),
+        ClientSession(read, write) as session,
+    ):
+        initialized = await session.initialize()
+        return initialized, await session.list_tools()
+
+
+@pytest.fixture(scope="module")
+def mcp_over_http(tmp_path_factory):
+    """One `knowledge mcp --http` with a token, as a team or a devbox runs it."""
+    root = tmp_path_factory.mktemp("served")
+    subprocess.run(["git", "init", "-q", "-b", "main", str(root)], check=True)
+    commit(root, {"docs/a.md": "---\ndescription: a\n---\n# A\n\ntext\n"})
+    token = "agents-http-token-0123456789"
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = {**os.environ, "KNOWLEDGE_HOME": str(model_home()), "KNOWLEDGE_MODEL": "all-MiniLM-L6-v2",
+           "KNOWLEDGE_TOKEN": token}  # fmt: skip
+    server = subprocess.Popen(
+        [sys.executable, "-m", "knowledge", "-C", str(root), "mcp", "--http", "--port", str(port)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        with socket.socket() as probe:
+            if probe.connect_ex(("127.0.0.1", port)) == 0:
+                break
+        time.sleep(0.2)
+    yield f"http://127.0.0.1:{port}/mcp", token
+    server.terminate()
+    server.wait(timeout=30)
+
+
+@pytest.mark.model
+@pytest.mark.parametrize("name", sorted(CLIENTS))
+def test_an_http_entry_names_the_token_variable_and_reaches_the_server_with_it(git_repo, name, mcp_over_http):
+    url, token = mcp_over_http
+    run(git_repo, "install", "--client", name, "--url", url)
+    written = (git_repo / CLIENTS[name].project_file).read_text()
+    assert token not in written
+    assert "KNOWLEDGE_TOKEN" in written
+    entry = server_entry(name, parsed(git_repo / CLIENTS[name].project_file))
+    assert "command" not in entry
+    assert run(git_repo, "install", "--client", name, "--url", url).stderr.startswith("nothing to change")
+    endpoint, headers = remote_endpoint(name, entry, {"KNOWLEDGE_TOKEN": token})
+    initialized, tools = asyncio.run(_initialize_and_list_over_http(endpoint, headers))
     assert initialized.server_info.name == "knowledge"
     assert {"search", "get_source", "docs_for"} <= {tool.name for tool in tools.tools}

@@ -26,15 +26,34 @@ def _options(command: click.Command) -> click.Command:
             ),
             click.option("--scope", type=click.Choice(SCOPES), default="project", show_default=True),
             click.option("--dry-run", is_flag=True, help="Print the diff of every file; write nothing."),
+            click.option(
+                "--url",
+                help="A `knowledge mcp --http` to connect over HTTP instead of a local stdio server "
+                "(e.g. http://devbox:8766/mcp); the bearer token comes from --token-variable.",
+            ),
+            click.option(
+                "--token-variable",
+                default="KNOWLEDGE_TOKEN",
+                show_default=True,
+                help="With --url: the token's variable.",
+            ),
         ]
     ):
         command = option(command)
     return command
 
 
-def _run(ctx: click.Context, clients: tuple[str, ...], scope: str, dry_run: bool, remove: bool) -> None:
+def _run(
+    ctx: click.Context,
+    clients: tuple[str, ...],
+    scope: str,
+    dry_run: bool,
+    remove: bool,
+    url: str | None = None,
+    token_variable: str = "KNOWLEDGE_TOKEN",
+) -> None:
     root = repository_root(ctx)
-    chosen, changes = admin.plan_agents(root, clients, scope, remove)
+    chosen, changes = admin.plan_agents(root, clients, scope, remove, url, token_variable)
     if dry_run:
         click.echo("".join(change.diff(root) for change in changes), nl=False)
     else:
@@ -49,7 +68,9 @@ def _run(ctx: click.Context, clients: tuple[str, ...], scope: str, dry_run: bool
 @_options
 @agents_group.command("install")
 @click.pass_context
-def install_command(ctx: click.Context, clients: tuple[str, ...], scope: str, dry_run: bool) -> None:
+def install_command(
+    ctx: click.Context, clients: tuple[str, ...], scope: str, dry_run: bool, url: str | None, token_variable: str
+) -> None:
     """Add the `knowledge` MCP server to each agent's config and a short how-to to AGENTS.md (CLAUDE.md for Claude
     Code), merged into what is there; running it again changes nothing.
 
@@ -57,14 +78,17 @@ def install_command(ctx: click.Context, clients: tuple[str, ...], scope: str, dr
     knowledge agents install
     knowledge agents install --client claude --client codex --dry-run
     knowledge agents install --scope user --client cursor
+    knowledge agents install --url http://devbox:8766/mcp --client claude
     """
-    _run(ctx, clients, scope, dry_run, remove=False)
+    _run(ctx, clients, scope, dry_run, remove=False, url=url, token_variable=token_variable)
 
 
 @_options
 @agents_group.command("uninstall")
 @click.pass_context
-def uninstall_command(ctx: click.Context, clients: tuple[str, ...], scope: str, dry_run: bool) -> None:
+def uninstall_command(
+    ctx: click.Context, clients: tuple[str, ...], scope: str, dry_run: bool, url: str | None, token_variable: str
+) -> None:
     """Remove what `agents install` added; everything else in those files stays.
 
     \b
