@@ -32,6 +32,7 @@ STATIC_DIMS = 256
 SIF_COEFFICIENT = 1e-4  # model2vec's default
 DISTILL_BATCH = 512
 MAX_STATIC_TOKENS = 512  # a chunk's first 512 tokens say what it is about; the mean of more only blurs it
+GATHER_TOKENS = 16_384  # token rows gathered at once (16 MB at 256 dims): all of them at once cost GBs and seconds
 # The verification: each word must find its synonym among these, in the static space.
 VERIFY_PAIRS = (  # no token in common within a pair: only meaning can match them (a random table matches ~1 in 12)
     ("automobile", "car"),
@@ -91,15 +92,25 @@ class StaticEmbedder:
             return out
         encodings = self._tokenizer.encode_batch(list(texts), add_special_tokens=False)
         ids = [encoding.ids[:MAX_STATIC_TOKENS] for encoding in encodings]
+        start = 0
+        while start < len(ids):  # texts in groups of about GATHER_TOKENS tokens: the gathered rows stay small
+            end, size = start, 0
+            while end < len(ids) and (size == 0 or size + len(ids[end]) <= GATHER_TOKENS):
+                size += len(ids[end])
+                end += 1
+            self._sum_rows(ids[start:end], out[start:end])
+            start = end
+        norms = np.linalg.norm(out, axis=1, keepdims=True)
+        unit: npt.NDArray[np.float32] = np.divide(out, norms, out=np.zeros_like(out), where=norms > 0)
+        return unit
+
+    def _sum_rows(self, ids: list[list[int]], out: npt.NDArray[np.float32]) -> None:
         lengths = np.array([len(row) for row in ids])
         filled = lengths > 0
         if filled.any():
             flat = np.fromiter((token for row in ids for token in row), dtype=np.int64, count=int(lengths.sum()))
             starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))[filled]
             out[filled] = np.add.reduceat(self.table[flat], starts, axis=0)
-        norms = np.linalg.norm(out, axis=1, keepdims=True)
-        unit: npt.NDArray[np.float32] = np.divide(out, norms, out=np.zeros_like(out), where=norms > 0)
-        return unit
 
     def embed_query(self, text: str) -> npt.NDArray[np.float32]:
         vector: npt.NDArray[np.float32] = self.embed_documents([text])[0]
