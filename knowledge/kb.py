@@ -18,12 +18,13 @@ from .doc_lint import lint_docs
 from .docs_for import docs_for
 from .drift import find_drift
 from .embed_pass import EmbedResult, embed_in_background, embed_pending
-from .embedding import model_spec
+from .embedding import TokenCounter, model_spec
 from .errors import (
     IndexCorruptError,
     IndexIncompatibleError,
     IndexNotFoundError,
     KnowledgeError,
+    ModelUnavailableError,
 )
 from .findability import measure as measure_findability
 from .fs import file_lock
@@ -49,6 +50,7 @@ from .search import resolve_options, search
 from .status import index_status, no_index_status
 from .store import index_dir, lock_path
 from .store.engines import Engine, engine_for
+from .tree_chunks import EstimatedCounter, tree_chunks
 
 
 def default_variant(root: Path, model: str) -> str:
@@ -311,11 +313,22 @@ class KnowledgeBase:
     def drift(self, since: str | None = None) -> list[DriftItem]:
         """Doc sections whose referenced code moved on, and references that no longer resolve (worst first).
         The whole-history answer is kept in `.knowledge/drift.json` so search results can carry it."""
+        if not self.engine.present("docs"):  # no index here (a pre-commit hook in any repository): read the files
+            chunks = tree_chunks(self.root, self.settings, self._counter_or_estimate(), self._head())
+            return find_drift(self.root, chunks["docs"], chunks["code"], since)
         docs = self.index("docs")
         items = find_drift(self.root, docs.all_chunks(), self._code_chunks(), since)
         if since is None:
             drift_notes.save(self.root, docs, items)
         return items
+
+    def _counter_or_estimate(self) -> Callable[[], TokenCounter]:
+        """The model's tokenizer when it is installed, else an estimate that never cuts larger than it would."""
+        try:
+            self.model.counter()
+        except ModelUnavailableError:
+            return EstimatedCounter
+        return self.model.counter
 
     def docs_for(self, target: str) -> list[SearchHit]:
         """Doc sections referring to a file (`PATH`), the entity at a line (`PATH:LINE`) or a symbol; metadata only."""

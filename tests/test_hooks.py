@@ -219,7 +219,7 @@ def test_bad_model_is_logged_and_commit_succeeds(hooked_repo, monkeypatch):
     assert git(hooked_repo, "status", "--porcelain") == ""
 
 
-def test_other_repositories_run_the_lint_and_llms_txt_hooks_through_pre_commit(tmp_path):
+def test_other_repositories_run_the_lint_llms_txt_and_drift_hooks_through_pre_commit(tmp_path):
     """`pre-commit try-repo` builds the hooks' own environment from this repository, as another project's
     .pre-commit-config.yaml would, and runs them on a scratch repository."""
     project = Path(__file__).parent.parent
@@ -231,9 +231,9 @@ def test_other_repositories_run_the_lint_and_llms_txt_hooks_through_pre_commit(t
     git(scratch, "commit", "-qm", "docs")
     env = {**os.environ, "PRE_COMMIT_HOME": str(tmp_path / "pre-commit-home")}
 
-    def hook(name):
+    def hook(name, stage="pre-commit"):
         return subprocess.run(
-            [sys.executable, "-m", "pre_commit", "try-repo", str(project), name, "--all-files"],
+            [sys.executable, "-m", "pre_commit", "try-repo", str(project), name, "--all-files", "--hook-stage", stage],
             cwd=scratch, env=env, capture_output=True, text=True, check=False, timeout=600,
         )  # fmt: skip
 
@@ -247,3 +247,15 @@ def test_other_repositories_run_the_lint_and_llms_txt_hooks_through_pre_commit(t
     git(scratch, "add", "-A")
     git(scratch, "commit", "-qm", "llms.txt")
     assert hook("knowledge-llms-txt").returncode == 0
+    # drift needs no index and no model in the hook's own environment: it reads the files and the history
+    write(scratch, {"docs/c.md": "---\ndescription: c\n---\n# C\n\nSee [the parser](../src/parser.py).\n",
+                    "src/parser.py": "def parse_config(p):\n    return p\n"})  # fmt: skip
+    git(scratch, "add", "-A")
+    git(scratch, "commit", "-qm", "parser")
+    assert hook("knowledge-drift", "pre-push").returncode == 0
+    git(scratch, "rm", "-q", "src/parser.py")
+    git(scratch, "commit", "-qm", "parser gone")
+    drift = hook("knowledge-drift", "pre-push")
+    assert drift.returncode == 1
+    assert "src/parser.py was deleted" in drift.stdout
+    assert not (scratch / ".knowledge").exists()

@@ -27,6 +27,7 @@ LAYERS = {
         "knowledge.drift_notes",
         "knowledge.docs_for",
         "knowledge.doc_lint",
+        "knowledge.tree_chunks",
         "knowledge.findability",
         "knowledge.ranking",
         "knowledge.pieces",
@@ -50,6 +51,7 @@ LAYERS = {
         "knowledge.path_gate",
         "knowledge.policy",
         "knowledge.globs",
+        "knowledge.config_edit",
     ),
     "shared": ("knowledge.records", "knowledge.errors", "knowledge.version"),
 }
@@ -84,6 +86,7 @@ SIDEWAYS = {
     # indexing, phase one then phase two
     ("knowledge.indexer", "knowledge.chunk_files"): "chunks files in worker processes",
     ("knowledge.embed_pass", "knowledge.indexer"): "phase two reuses phase one's cache and callbacks",
+    ("knowledge.tree_chunks", "knowledge.chunk_files"): "chunks the working tree as indexing does",
     # adapters
     ("knowledge.corpus", "knowledge.git"): "discovery lists git's files",
     ("knowledge.store", "knowledge.git"): "a shared store keys an index by repository identity and branch",

@@ -86,12 +86,11 @@ def load_embedder(
     name: str, home: Path, variant: str = "fp32", on_step: Callable[[str], None] | None = None
 ) -> Embedder:
     """The named model, built and verified on first use, then loaded from the cache under `home`."""
-    from .install import build_model, installed_model
-    from .onnx_embedder import OnnxEmbedder
+    from .install import build_model, installed_model, open_embedder
 
     spec = model_spec(name)
     installed = installed_model(home, spec, variant) or build_model(home, spec, variant, on_step)
-    return OnnxEmbedder.of(installed)
+    return open_embedder(installed)
 
 
 class BuiltModel:
@@ -154,9 +153,9 @@ class BuiltModel:
         return load_static(self.installed.path, tokenizer)
 
     def load(self) -> Embedder:
-        from .onnx_embedder import OnnxEmbedder
+        from .install import open_embedder
 
-        return OnnxEmbedder.of(self.installed)
+        return open_embedder(self.installed)
 
 
 __all__ = ["DEFAULT_MODEL", "MODELS", "BuiltModel", "Embedder", "ModelSpec", "load_embedder", "model_spec"]

@@ -15,12 +15,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..errors import ModelUnavailableError, ModelVerificationError
 from ..fs import atomic_write, file_lock
 from .models import MAX_INT8_LOSS, ModelSpec
+
+if TYPE_CHECKING:
+    from .onnx_embedder import OnnxEmbedder
 
 # Bump when export.py changes the graph it writes: old builds are then rebuilt, never reused.
 EXPORTER_VERSION = 1
@@ -215,9 +219,24 @@ def build_model(
     return installed
 
 
+def open_embedder(installed: InstalledModel) -> OnnxEmbedder:
+    """The embedder of a built, verified model."""
+    from .onnx_embedder import OnnxEmbedder
+
+    spec = installed.spec
+    return OnnxEmbedder(
+        installed.path,
+        model_id=spec.name,
+        dims=spec.dims,
+        max_tokens=spec.max_seq_length,
+        pad_id=spec.pad_id,
+        fingerprint=installed.fingerprint,
+        preoptimized=installed.preoptimized,
+    )
+
+
 def ensure_static(home: Path, spec: ModelSpec, variant: str, on_step: Callable[[str], None] | None = None) -> Path:
     """The static first stage of an installed model, distilled, verified and written beside it if missing."""
-    from .onnx_embedder import OnnxEmbedder
     from .static import build_static, static_built
 
     installed = installed_model(home, spec, variant) or build_model(home, spec, variant, on_step)
@@ -225,5 +244,5 @@ def ensure_static(home: Path, spec: ModelSpec, variant: str, on_step: Callable[[
         if not static_built(installed.path):
             if on_step is not None:
                 on_step("distilling the static first stage (every vocabulary token through the model)")
-            build_static(installed.path, OnnxEmbedder.of(installed), on_step)
+            build_static(installed.path, open_embedder(installed), on_step)
     return installed.path

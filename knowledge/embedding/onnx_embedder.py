@@ -10,15 +10,12 @@ import contextlib
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from ..errors import ModelUnavailableError
-
-if TYPE_CHECKING:
-    from .install import InstalledModel
 
 BATCH_TOKEN_CAP = 8192
 MAX_BATCH_SIZE = 64
@@ -85,20 +82,6 @@ class OnnxEmbedder:
     def count_tokens(self, text: str) -> int:
         """Tokens `text` takes in this model's own tokenizer, without truncation."""
         return len(self._tokenizer.encode(text, add_special_tokens=False).ids) if text else 0
-
-    @classmethod
-    def of(cls, installed: InstalledModel) -> OnnxEmbedder:
-        """The embedder of a built, verified model."""
-        spec = installed.spec
-        return cls(
-            installed.path,
-            model_id=spec.name,
-            dims=spec.dims,
-            max_tokens=spec.max_seq_length,
-            pad_id=spec.pad_id,
-            fingerprint=installed.fingerprint,
-            preoptimized=installed.preoptimized,
-        )
 
     def vocabulary_size(self) -> int:
         return int(self._tokenizer.get_vocab_size())
