@@ -325,3 +325,35 @@ def test_drift_annotates_the_doc_lines_for_github_and_sarif(drifted):
         "artifactLocation": {"uri": "docs/guide.md"},
         "region": {"startLine": item.line_start, "endLine": item.line_end},
     }
+
+
+def test_drift_in_a_repository_with_no_index_and_no_model_reads_the_files(git_repo, monkeypatch):
+    """What the knowledge-drift pre-commit hook does in anyone's repository: no index is built, no model is needed
+    (chunk sizes are estimated), and the answer is the one an index gives."""
+    from knowledge.errors import ModelUnavailableError
+    from knowledge.model_access import ModelAccess
+
+    commit(
+        git_repo,
+        {
+            "docs/a.md": "---\ndescription: a\n---\n# A\n\nSee [the parser](../src/parser.py) and `parse_config`.\n",
+            "src/parser.py": "def parse_config(p):\n    return p\n",
+        },
+    )
+    git(git_repo, "rm", "-q", "src/parser.py")
+    git(git_repo, "commit", "-qm", "parser gone")
+
+    def no_model(self):
+        raise ModelUnavailableError("no weights installed")
+
+    monkeypatch.setattr(ModelAccess, "counter", no_model)
+    unindexed = KnowledgeBase.open(git_repo).drift()
+    assert not (git_repo / ".knowledge").exists()
+    assert {(item.path, item.status) for item in unindexed} == {("docs/a.md", "broken")}
+    assert any("src/parser.py was deleted" in item.summary for item in unindexed)
+    monkeypatch.undo()
+    indexed = KnowledgeBase.open(git_repo, embedder_factory=lambda s: HashingEmbedder())
+    indexed.reindex_all(embed=False)
+    assert [(i.path, i.status, i.summary) for i in indexed.drift()] == [
+        (i.path, i.status, i.summary) for i in unindexed
+    ]
