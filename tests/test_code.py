@@ -250,6 +250,7 @@ def test_cli_kind_and_explain(code_repo):
     assert set(data["results"][0]["explain"]) == {
         "dense_score",
         "dense_rank",
+        "static_score",
         "lexical_score",
         "lexical_rank",
         "exact_identifier",
