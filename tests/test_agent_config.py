@@ -175,7 +175,12 @@ def mcp_over_http(tmp_path_factory):
     """One `knowledge mcp --http` with a token, as a team or a devbox runs it."""
     root = tmp_path_factory.mktemp("served")
     subprocess.run(["git", "init", "-q", "-b", "main", str(root)], check=True)
-    commit(root, {"docs/a.md": "---\ndescription: a\n---\n# A\n\ntext\n"})
+    with pytest.MonkeyPatch.context() as patch:  # module scope: before the per-test git identity is set
+        for name in ("GIT_AUTHOR_NAME", "GIT_COMMITTER_NAME"):
+            patch.setenv(name, "Test")
+        for name in ("GIT_AUTHOR_EMAIL", "GIT_COMMITTER_EMAIL"):
+            patch.setenv(name, "test@example.com")
+        commit(root, {"docs/a.md": "---\ndescription: a\n---\n# A\n\ntext\n"})
     token = "agents-http-token-0123456789"
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
