@@ -166,10 +166,14 @@ for bench, repos in spec["benches"].items():
         shipped = getattr(holder, attribute)
         for variant, overrides in spec["variants"].items():
             if attribute == "DEFAULT_POLICY":
-                flat = {k: v for k, v in overrides.items() if k not in {"fusion", "plain", "rules"}}
+                flat = {k: v for k, v in overrides.items() if k not in {"fusion", "plain", "rules", "does_rules"}}
                 rules = dataclasses.replace(shipped.rules, **{**flat, **overrides.get("rules", {})})
                 fusion = dataclasses.replace(shipped.fusion, **overrides.get("fusion", {}))
                 chosen = dataclasses.replace(shipped, rules=rules, fusion=fusion)
+                does = overrides.get("does_rules")  # "rules": "does X" questions ranked like any other
+                if does is not None and hasattr(shipped, "does_rules"):
+                    does = rules if does == "rules" else dataclasses.replace(shipped.does_rules, **does)
+                    chosen = dataclasses.replace(chosen, does_rules=does)
                 chosen = chosen.plain() if overrides.get("plain") else chosen
             else:
                 chosen = dataclasses.replace(shipped, **overrides)

@@ -15,7 +15,7 @@ from typing import Protocol
 
 from .lexical import STOPWORDS
 from .pieces import group_key
-from .policy import DEFAULT_POLICY, RankingRules
+from .policy import DEFAULT_POLICY, RankingPolicy, RankingRules
 from .records import Chunk
 
 
@@ -34,7 +34,7 @@ RULE_NAMES = (
     "file_coherence",
     "header",
     "demoted",
-    "entity_first",
+    "non_callable",
     "same_file",
 )
 
@@ -44,6 +44,7 @@ _QUIET_PATH = re.compile(
     r"|(^|/)(test_[^/]*|[^/]*_test\.\w+|[^/]*\.(test|spec)\.\w+|[^/]*\.d\.ts|conftest\.py)$",
     re.IGNORECASE,
 )
+_CALLABLE = frozenset({"function", "method"})
 _ASKS_FOR_TESTS = frozenset({"test", "tests", "testing", "example", "examples", "spec", "fixture", "mock", "benchmark"})
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _NAME_TOKEN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
@@ -82,6 +83,50 @@ def asked_names(query: str) -> set[str]:
     return {n.split(".")[-1].lower().replace("_", "") for n in names if n.split(".")[-1]}
 
 
+# Verbs a doc comment opens with ("Returns …", "Create …"): a question worded so says what code does.
+_ACTIONS = frozenset({
+    "accept", "add", "allow", "append", "apply", "attach", "build", "calculate", "call", "check", "clear",
+    "clone", "close", "collect", "compare", "compute", "configure", "construct", "convert", "copy", "count",
+    "create", "decode", "define", "delete", "detach", "determine", "disable", "draw", "drop", "dump", "emit",
+    "enable", "encode", "ensure", "escape", "evaluate", "execute", "extract", "fetch", "filter", "find", "flush",
+    "format", "generate", "get", "handle", "hide", "indicate", "initialize", "insert", "install", "instantiate",
+    "invoke", "iterate", "join", "load", "lookup", "make", "map", "mark", "match", "merge", "normalize", "open",
+    "parse", "prepare", "print", "process", "produce", "provide", "raise", "read", "receive", "reduce",
+    "register", "remove", "render", "replace", "reset", "resolve", "return", "run", "save", "send", "serialize",
+    "set", "show", "sign", "skip", "sort", "split", "start", "stop", "store", "take", "tell", "test", "transform",
+    "try", "unescape", "update", "validate", "verify", "visit", "wrap", "write", "yield",
+})  # fmt: skip
+
+
+_QUESTION_WORDS = frozenset({"how", "what", "where", "which", "why", "when", "who", "whats", "what's"})
+# A topic is a few words ("radix tree path matching", 5.4 on average in semble-dev); a longer statement that is no
+# question describes behaviour ("A validator that raises ValueError if the initializer is called with …").
+STATEMENT_WORDS = 8
+
+
+def asks_what_code_does(query: str) -> bool:
+    """Whether the question says what code does: it opens with an action ("Returns the package name", "parse a cookie
+    header into a dict") or is a statement of `STATEMENT_WORDS` words or more. It asks for the function that does it,
+    not for a topic's place ("how …" questions, a few words naming a topic, a bare name)."""
+    words = query.split()
+    if len(words) < 3 or words[0].lower() in _QUESTION_WORDS:
+        return False
+    if len(words) >= STATEMENT_WORDS:
+        return True
+    verb = words[0].lower()
+    if not verb.isalpha():
+        return False
+    stems = {verb, verb[:-1] if verb.endswith("s") else "", verb[:-2] if verb.endswith("es") else ""}
+    if verb.endswith("ies"):
+        stems.add(verb[:-3] + "y")
+    return bool(stems & _ACTIONS)
+
+
+def rules_for(policy: RankingPolicy, query: str) -> RankingRules:
+    """The rules a question is ranked by: the policy's "does X" rules for a question that says what code does."""
+    return policy.does_rules if asks_what_code_does(query) else policy.rules
+
+
 def _path_words(path: str) -> set[str]:
     pure = PurePosixPath(path)
     pieces = [pure.stem, *pure.parent.parts[-2:]]
@@ -106,7 +151,6 @@ def apply_rules(
     """Adjust each code candidate's fused score in place (`vote`: the fused worth of one first-rank vote)."""
     if not rules.enabled:
         return
-    evidence = {id(candidate): candidate.fused for candidate, _ in ranked}  # retrieval alone, before any rule
     names = asked_names(query)
     query_words = {_normal(w) for w in _WORD.findall(query) if w.lower() not in STOPWORDS and len(w) > 2}
     quiet_ok = bool(query_words & _ASKS_FOR_TESTS)
@@ -140,11 +184,14 @@ def apply_rules(
         _file_coherence(ranked, vote, rules)
     _headers_give_way(ranked, rules)
     for candidate, chunk in ranked:  # last, so that tests, examples and vendored code are demoted with their boosts
-        if chunk is not None and chunk.kind == "code" and not quiet_ok and _QUIET_PATH.search(chunk.path):
+        if chunk is None or chunk.kind != "code":
+            continue
+        if not quiet_ok and _QUIET_PATH.search(chunk.path):
             candidate.rules["demoted"] = round(candidate.fused * (rules.demote - 1), 4)
             candidate.fused *= rules.demote
-    if rules.entity_first and len(_NAME_TOKEN.findall(query)) > 1:  # a bare name asks for that definition itself
-        _entities_lead(ranked, evidence, rules.entity_first)
+        if rules.non_callable != 1.0 and chunk.symbol_kind not in _CALLABLE:
+            candidate.rules["non_callable"] = round(candidate.fused * (rules.non_callable - 1), 4)
+            candidate.fused *= rules.non_callable
 
 
 def _heading_words(candidate: Ranked, chunk: Chunk, query_words: set[str], vote: float, rules: RankingRules) -> None:
@@ -194,42 +241,6 @@ def _file_coherence(ranked: Sequence[tuple[Ranked, Chunk | None]], vote: float, 
             if share:
                 candidate.rules["file_coherence"] = round(share, 4)
                 candidate.fused += share
-
-
-_CALLABLE = frozenset({"function", "method"})
-_SHELLS = frozenset({"__init__", "constructor", "init", "new"})
-
-
-def _specific(chunk: Chunk | None) -> bool:
-    return chunk is not None and chunk.symbol_kind in _CALLABLE and chunk.symbol.lower() not in _SHELLS
-
-
-def _entities_lead(ranked: Sequence[tuple[Ranked, Chunk | None]], evidence: dict[int, float], share: float) -> None:
-    """Where a file's best candidate is not a function or method (a class shell or header, an import block, a
-    constructor naming every field) and one of its functions has at least `share` of its own retrieval evidence
-    (`evidence`: the fused score before any rule), the two trade scores: the file keeps its place, and is represented
-    by the code that does something ("Create a deep copy of this NameAllocator": `clone`, not the class header that
-    the name lifted)."""
-    order = sorted(range(len(ranked)), key=lambda i: -ranked[i][0].fused)
-    by_file: dict[str, list[int]] = {}
-    for position in order:
-        chunk = ranked[position][1]
-        if chunk is not None and chunk.kind == "code":
-            by_file.setdefault(chunk.path, []).append(position)
-    for positions in by_file.values():
-        head, head_chunk = ranked[positions[0]]
-        if _specific(head_chunk):
-            continue
-        floor = share * evidence[id(head)]
-        best = max(
-            (p for p in positions[1:] if _specific(ranked[p][1]) and evidence[id(ranked[p][0])] >= floor),
-            key=lambda p: evidence[id(ranked[p][0])],
-            default=None,
-        )
-        if best is not None:
-            other = ranked[best][0]
-            head.fused, other.fused = other.fused, head.fused
-            other.rules["entity_first"] = round(other.fused - head.fused, 4)
 
 
 def diversify(ranked: Sequence[tuple[Ranked, Chunk | None]], rules: RankingRules = SHIPPED_RULES) -> list[int]:

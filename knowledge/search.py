@@ -21,7 +21,7 @@ from .grep import occurrences
 from .kind import KindIndex
 from .pieces import group_key, merge
 from .policy import FusionParams
-from .ranking import RULE_NAMES, apply_rules, diversify
+from .ranking import RULE_NAMES, apply_rules, diversify, rules_for
 from .records import Chunk, SearchHit, SearchResponse
 from .retrieval import Candidate, embed_beside_lexical, lexical_candidates, retrieve
 from .search_options import SearchOptions, resolve_options
@@ -161,7 +161,7 @@ def rank(pooled: Pooled, sources: Sequence[KindIndex], query: str, options: Sear
         keep = options.keep
         pooled = [(c, index) for c, index in pooled if (m := cache.get(index, c.key)) is not None and keep(m)]
     ranked = [(c, cache.get(index, c.key)) for c, index in pooled]
-    fusion, rules = options.policy.fusion, options.policy.rules
+    fusion, rules = options.policy.fusion, rules_for(options.policy, query)
     if any(index.kind != "code" for index in sources):  # doc sections cannot earn it: it would tilt a mixed answer
         rules = replace(rules, file_coherence=0.0)
     if not mixed:  # the docs' counterpart of the code rules, for mixed answers only: prose alone keeps its fusion
@@ -170,7 +170,7 @@ def rank(pooled: Pooled, sources: Sequence[KindIndex], query: str, options: Sear
     order = sorted(range(len(pooled)), key=lambda i: (-pooled[i][0].fused, pooled[i][0].dense_rank or 10**9))
     ranked = [ranked[i] for i in order]
     pooled = [pooled[i] for i in order]
-    return [pooled[i] for i in diversify(ranked, options.policy.rules)]
+    return [pooled[i] for i in diversify(ranked, rules)]
 
 
 def cut(pooled: Pooled, query: str, options: SearchOptions) -> Pooled:

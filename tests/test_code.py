@@ -262,7 +262,7 @@ def test_cli_kind_and_explain(code_repo):
         "rule_header",
         "rule_heading_words",
         "rule_file_coherence",
-        "rule_entity_first",
+        "rule_non_callable",
     }
 
 

@@ -5,7 +5,7 @@ import pytest
 
 from knowledge.kb import KnowledgeBase
 from knowledge.policy import RankingRules
-from knowledge.ranking import apply_rules, asked_names, diversify
+from knowledge.ranking import apply_rules, asked_names, asks_what_code_does, diversify
 from knowledge.records import Chunk
 
 from .conftest import HashingEmbedder, commit
@@ -396,9 +396,28 @@ def test_a_question_about_one_method_of_a_long_class_answers_with_that_method_fi
     commit(git_repo, {"src/writer.py": long_class(), "src/other.py": "def unrelated():\n    return 0\n"})
     kb = KnowledgeBase.open(git_repo, embedder_factory=lambda s: HashingEmbedder())
     kb.reindex_all()
-    query = "write the rendered text to a file at the given path with this TemplateWriter"
-    top = kb.search(query, kind="code", threshold=-1, explain=True).results[0]
-    assert (top.path, top.symbol) == ("src/writer.py", "write_to_path")
-    assert top.explain["rule_entity_first"] > 0  # the class header the name lifted gave the file's place to it
+    # what the code does: the method first, and the class's other methods are not decayed away behind other files
+    does = kb.search("write the rendered text to a file at the given path", kind="code", threshold=-1, explain=True)
+    first, *rest = does.results
+    assert (first.path, first.symbol) == ("src/writer.py", "write_to_path")
+    assert all(hit.explain["rule_same_file"] == 0 for hit in rest)
+    shell = next(hit for hit in does.results if hit.symbol == "TemplateWriter")
+    assert shell.explain["rule_non_callable"] < 0
     bare = kb.search("TemplateWriter", kind="code", threshold=-1).results[0]
     assert bare.symbol == "TemplateWriter"  # a bare name still asks for the definition itself
+
+
+@pytest.mark.parametrize(
+    ("query", "does"),
+    [
+        ("Returns the package name, like java.util for Map.Entry.", True),
+        ("parse a cookie header into a dict", True),
+        ("Applies the middleware to every route", True),
+        ("how are hooks installed", False),
+        ("radix tree path matching", False),
+        ("render_template and the jinja environment", False),
+        ("Returns", False),
+    ],
+)
+def test_a_question_that_says_what_code_does_is_told_from_a_topic(query, does):
+    assert asks_what_code_does(query) is does
