@@ -3,15 +3,23 @@ text with the full line range, never as two results that overlap."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import replace
 
 from .records import Chunk
 
+_PART = re.compile(r"~\d+$")
+
 
 def group_key(chunk_id: str) -> str:
-    """The id of the whole entity or section: part ids end in `~N` (chunking/ids.py)."""
-    return chunk_id.split("~", 1)[0]
+    """The id of the whole entity or section: part ids end in `~N` (chunking/ids.py; a C++ `~Name` is a name)."""
+    return _PART.sub("", chunk_id)
+
+
+def is_part(chunk_id: str) -> bool:
+    """Whether the id is that of a second or later part of a split entity or section."""
+    return _PART.search(chunk_id) is not None
 
 
 def _overlap(text: str, following: str) -> int:

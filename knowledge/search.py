@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from .budget import pack
 from .grep import occurrences
 from .kind import KindIndex
-from .pieces import group_key, merge
+from .pieces import group_key, is_part, merge
 from .policy import FusionParams
 from .ranking import RULE_NAMES, apply_rules, diversify, rules_for
 from .records import Chunk, SearchHit, SearchResponse
@@ -248,8 +248,9 @@ def make_hits(
 
 
 def _one_per_entity(above: Pooled, cache: ChunkCache, k: int) -> Pooled:
-    """Parts of one entity or section among the first `k` results become one result at the best part's place, with
-    the entity's whole text and line range (parts not ranked are read from the store)."""
+    """Each of the first `k` results that is a part of an entity or section stands for the whole: one result at the
+    best part's place, with the entity's whole text and line range, however many of its parts were ranked (the parts
+    not ranked are read from the store), so an entity shows one range in every kind mix."""
     groups: dict[tuple[int, str], list[int]] = {}
     position = 0
     while position < len(above) and len(groups) < k:
@@ -263,10 +264,10 @@ def _one_per_entity(above: Pooled, cache: ChunkCache, k: int) -> Pooled:
         position += len(batch)
     dropped: set[int] = set()
     for (_, entity), positions in groups.items():
-        if len(positions) < 2:
-            continue
         best, index = above[positions[0]]
-        first = cache.of(index)[best.key]
+        first = cache.get(index, best.key)
+        if first is None or (len(positions) < 2 and not _split(first, index)):
+            continue
         parts = [chunk for chunk in index.store.chunks_of_path(first.path) if group_key(chunk.id) == entity]
         cache.of(index)[best.key] = merge(parts or [first])
         cosines = [cosine for p in positions if (cosine := above[p][0].cosine) is not None]
@@ -274,6 +275,11 @@ def _one_per_entity(above: Pooled, cache: ChunkCache, k: int) -> Pooled:
         dropped.update(positions[1:])
     kept = [item for n, item in enumerate(above[:position]) if n not in dropped]
     return kept + above[position:]
+
+
+def _split(chunk: Chunk, index: KindIndex) -> bool:
+    """Whether `chunk` is one part of an entity or section split in several (a later part's id ends in `~N`)."""
+    return is_part(chunk.id) or index.store.chunk_by_id(f"{chunk.id}~2") is not None
 
 
 def _hit(chunk: Chunk, **fields: object) -> SearchHit:

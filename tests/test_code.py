@@ -9,6 +9,7 @@ from click.testing import CliRunner
 from knowledge.chunking.code import chunk_code
 from knowledge.cli import cli
 from knowledge.kb import KnowledgeBase
+from knowledge.pieces import group_key
 from knowledge.records import SourceFile
 from knowledge.store.local import LocalStore
 
@@ -423,3 +424,29 @@ def test_a_haskell_type_signature_opens_its_function():
     )
     chunks = {c.symbol: c for c in chunked("src/M.hs", text).chunks if c.symbol}
     assert (chunks["addOne"].line_start, chunks["addOne"].line_end) == (6, 7)  # `addOne :: Int -> Int` included
+
+
+def test_a_split_function_is_one_range_in_every_kind_mix(git_repo):
+    """Only one part of a long function passes the threshold: the result is still the whole function, with code alone
+    and mixed."""
+    steps = [f"    total += step_{n}(total)" for n in range(60)]
+    steps[28] = "    total += pelican_rotation(total)"  # in one window only: windows overlap by a line or two
+    text = "def accumulate(total):\n" + "\n".join(steps) + "\n    return total\n"
+    commit(git_repo, {"src/long.py": text, "docs/a.md": "---\ndescription: a\n---\n# A\n\nBirds of the lake.\n"})
+    kb = kb_for(git_repo)
+    kb.reindex_all()
+    parts = [c for c in LocalStore.open(git_repo, "code").chunks_of_path("src/long.py") if c.symbol == "accumulate"]
+    assert len(parts) > 2
+    assert sum("pelican" in c.content for c in parts) == 1
+    whole = (1, text.count("\n"))
+    for kind in ("code", "all"):
+        top = kb.search("pelican rotation", kind=kind, k=3, threshold=0.1).results[0]
+        assert (top.symbol, (top.line_start, top.line_end)) == ("accumulate", whole), kind
+        assert "pelican" in (top.content or "")
+        assert "step_59(" in (top.content or "")
+
+
+def test_a_cpp_destructor_is_no_part_of_a_split_entity():
+    assert group_key("src/a.cc#Buffer::~Buffer") == "src/a.cc#Buffer::~Buffer"
+    assert group_key("src/a.cc#Buffer::~Buffer~2") == "src/a.cc#Buffer::~Buffer"
+    assert group_key("src/a.py#run-2~3") == "src/a.py#run-2"
