@@ -108,3 +108,70 @@ def test_a_syntax_error_falls_back_to_line_chunks_reported_once(name):
     lines = broken.split("\n")
     held = {n for c in parsed.chunks for n in range(c.line_start, c.line_end + 1)}
     assert all(n + 1 in held for n, text in enumerate(lines) if any(ch.isalnum() for ch in text))  # nothing lost
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "symbol", "first"),
+    [
+        ("a.hs", "module A where\ntotal :: [Int] -> Int\ntotal xs = sum xs\n", "total", 2),
+        (
+            "a.rs",
+            "use std::fmt;\n\n/// Adds one.\n#[inline]\n#[must_use]\npub fn add_one(x: i32) -> i32 {\n    x + 1\n}\n",
+            "add_one",
+            3,
+        ),
+        (
+            "A.java",
+            "class A {\n    /** Pays. */\n    @Override\n    public int pay(int x) {\n        return x;\n    }\n}\n",
+            "pay",
+            2,
+        ),
+        (
+            "a.kt",
+            'class A {\n  /** Pays. */\n  @Deprecated("x")\n  fun pay(x: Int): Int {\n    return x\n  }\n}\n',
+            "pay",
+            2,
+        ),
+        (
+            "a.scala",
+            'class A {\n  /** Pays. */\n  @deprecated("x", "1")\n  def pay(x: Int): Int = {\n    x\n  }\n}\n',
+            "pay",
+            2,
+        ),
+        (
+            "a.cs",
+            "class A {\n  /// <summary>Pays.</summary>\n  [Obsolete]\n  int Pay(int x) {\n    return x;\n  }\n}\n",
+            "Pay",
+            2,
+        ),
+        (
+            "a.ex",
+            'defmodule A do\n  @doc "Pays."\n  @spec pay(integer) :: integer\n  def pay(x) do\n    x\n  end\nend\n',
+            "pay",
+            2,
+        ),
+        ("a.py", "import os\n\n\n@functools.cache\n@other\ndef pay(x):\n    return x\n", "pay", 4),
+        (
+            "a.ts",
+            "class A {\n  /** Pays. */\n  @Input()\n  pay(x: number): number {\n    return x;\n  }\n}\n",
+            "pay",
+            2,
+        ),
+        (
+            "a.swift",
+            "class A {\n  /// Pays.\n  @discardableResult\n  func pay(x: Int) -> Int {\n    return x\n  }\n}\n",
+            "pay",
+            2,
+        ),
+        (
+            "a.go",
+            "package a\n\n// Pay pays.\nfunc Pay(x int) int {\n\treturn x\n}\n",
+            "Pay",
+            4,
+        ),  # Go's `//` stays apart
+    ],
+)
+def test_an_entity_starts_where_its_declaration_starts(name, text, symbol, first):
+    """Signatures, attributes, annotations, decorators and doc comments open the entity's range."""
+    starts = {c.symbol: c.line_start for c in chunks_of(name, text).chunks if c.symbol}
+    assert starts[symbol] == first

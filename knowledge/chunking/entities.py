@@ -178,27 +178,35 @@ def _clean_body(node: Node, name: str) -> bool:
 
 
 # Declarations that open an entity though the parser keeps them as siblings before it: a Haskell type signature
-# (`name :: …`, same name only). Rust attributes and C# attribute lists would join here too; they change semble-dev's
-# Rust chunks, so they wait for a gate run (issue 21).
-_DECLARATION_PARTS = frozenset({"signature", "haddock"})
+# (`name :: …`, same name only) and Haddock comment, Rust attributes (`#[inline]`), TypeScript decorators of a class
+# member (`@Input()`), and Elixir's `@doc`, `@spec` and `@impl` above a `def`.
+_DECLARATION_PARTS = frozenset({"signature", "haddock", "attribute_item", "decorator"})
+_ELIXIR_DECLARATION = re.compile(rb"@(doc|spec|impl|deprecated|decorate)\b")
+
+
+def _doc_comment(head: bytes) -> bool:
+    """`/** … */` (Javadoc, JSDoc, Doxygen) and `///` (Rust, C#, Swift, Doxygen) are doc comments; `////` is none."""
+    return head.startswith(b"/**") or (head.startswith(b"///") and not head.startswith(b"////"))
 
 
 def _leading_comments_start(node: Node, src: bytes, name: str = "") -> int:
-    """The first line of what declares `node`: its signature, attributes and the `/** … */` block right above it
-    (Javadoc, JSDoc, Doxygen), on lines of their own with no blank line between: they belong to the entity's chunk
-    rather than to a chunk of their own. Plain `//`, `#` and `///` comments stay where they are: joined too, they
-    lowered semble-dev (Go, Rust)."""
+    """The first line of what declares `node`: its signature, attributes, decorators and the doc comment right above
+    it, on lines of their own with no blank line between: they belong to the entity's chunk rather than to a chunk of
+    their own. Plain `//` and `#` comments stay where they are: joined too, they lowered semble-dev (Go)."""
     start = node.start_point[0]
     previous = node.prev_sibling
     while previous is not None and previous.end_point[0] >= start - 1:
         if previous.type in _DECLARATION_PARTS:
             if previous.type == "signature" and name and _raw_name(previous, src) not in {name, ""}:
                 break
+        elif previous.type == "unary_operator":
+            if not _ELIXIR_DECLARATION.match(src, previous.start_byte):
+                break
         elif "comment" in previous.type:
             line_start = src.rfind(b"\n", 0, previous.start_byte) + 1
             if src[line_start : previous.start_byte].strip():  # a trailing comment of the line above
                 break
-            if src[previous.start_byte : previous.start_byte + 3] != b"/**":
+            if not _doc_comment(src[previous.start_byte : previous.start_byte + 4]):
                 break
         else:
             break
