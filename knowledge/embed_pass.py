@@ -10,7 +10,7 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -72,12 +72,14 @@ def embed_pending(
     writer_lock: Callable[[], contextlib.AbstractContextManager[None]],
     on_progress: ProgressCallback | None = None,
     compact_at_end: bool = False,
+    first: Sequence[str] = (),
 ) -> EmbedResult:
-    """Give every pending chunk its vector, batch by batch; the model loads only if the cache lacks something."""
+    """Give every pending chunk its vector, batch by batch (the files in `first` early: see `FILL_ORDER`); the model
+    loads only if the cache lacks something."""
     result = EmbedResult()
     started = time.monotonic()
     try:
-        _embed_all(root, stores, embedder, cache, writer_lock, on_progress, compact_at_end, result)
+        _embed_all(root, stores, embedder, cache, writer_lock, on_progress, compact_at_end, result, first)
     finally:
         result.seconds = round(time.monotonic() - started, 3)
     return result
@@ -92,6 +94,7 @@ def _embed_all(
     on_progress: ProgressCallback | None,
     compact_at_end: bool,
     result: EmbedResult,
+    first: Sequence[str],
 ) -> None:
     while True:
         with try_lock(embed_lock_path(root)) as mine:
@@ -101,7 +104,7 @@ def _embed_all(
             sizes = [store.pending_size() for store in stores]
             tracker = _Tracker(sum(n for n, _ in sizes), sum(c for _, c in sizes))
             for store in stores:
-                _embed_store(store, embedder, cache, writer_lock, on_progress, result, tracker)
+                _embed_store(store, embedder, cache, writer_lock, on_progress, result, tracker, first)
                 if compact_at_end:
                     with writer_lock():
                         store.compact(force=True)
@@ -163,6 +166,7 @@ def _embed_store(
     on_progress: ProgressCallback | None,
     result: EmbedResult,
     tracker: _Tracker,
+    first: Sequence[str],
 ) -> None:
     total, _ = store.pending_size()
     if total == 0:
@@ -183,7 +187,7 @@ def _embed_store(
 
     try:
         while True:
-            batch = store.pending(EMBED_BATCH)
+            batch = store.pending(EMBED_BATCH, first)
             if not batch:
                 break
             known = cache.get_many([p.content_hash for p in batch]) if cache is not None else {}

@@ -59,6 +59,15 @@ def run_git(cwd: Path, *args: str) -> str:
     return result.stdout
 
 
+def recently_changed(root: Path, commits: int = 100, limit: int = 500) -> list[str]:
+    """Paths the last `commits` commits touched, most recent first, at most `limit` ([] outside git or on error)."""
+    try:
+        out = run_git(root, "log", f"-{commits}", "--name-only", "--format=", "--no-renames")
+    except (GitError, OSError):
+        return []
+    return list(dict.fromkeys(line for line in out.splitlines() if line))[:limit]
+
+
 def repo_root(path: Path) -> Path | None:
     """The top of the git work tree holding `path`, or None outside git (or without git installed)."""
     try:

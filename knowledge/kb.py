@@ -28,7 +28,7 @@ from .errors import (
 )
 from .findability import measure as measure_findability
 from .fs import file_lock
-from .git import repo_root
+from .git import recently_changed, repo_root
 from .indexer import Indexer, ProgressCallback, merge_reports, model_fingerprint_of, open_cache
 from .kind import KindIndex
 from .llms_txt import LLMS_FULL, LLMS_TXT, doc_entries, render_llms_full, render_llms_txt
@@ -227,7 +227,14 @@ class KnowledgeBase:
         cache = open_cache(self.settings, self.model.identity())
         try:
             return embed_pending(
-                self.root, stores, self.model.embedder, cache, self._writer_lock, on_progress, compact_at_end=compact
+                self.root,
+                stores,
+                self.model.embedder,
+                cache,
+                self._writer_lock,
+                on_progress,
+                compact_at_end=compact,
+                first=recently_changed(self.root),
             )
         finally:
             if cache is not None:

@@ -22,6 +22,7 @@ from knowledge.embedding.static import (
     verified,
 )
 from knowledge.errors import ModelVerificationError
+from knowledge.git import recently_changed
 from knowledge.kb import KnowledgeBase
 
 from .conftest import HashingEmbedder, commit, model_home
@@ -197,3 +198,24 @@ def test_the_fill_gives_public_entities_their_vectors_first_and_tests_last(git_r
     )
     assert order[-1].path.startswith("tests/")  # tests after the code they test
     assert not order[-2].symbol  # and the lines between entities after the entities
+
+
+def test_the_fill_gives_files_changed_lately_their_vectors_before_older_ones(git_repo, tmp_path):
+    commit(git_repo, {"src/old.py": "def old_api(x):\n    return x\n"})
+    commit(git_repo, {"src/recent.py": "def _recent_helper(y):\n    return y\n"})
+    assert recently_changed(git_repo)[:2] == ["src/recent.py", "src/old.py"]
+    assert recently_changed(tmp_path) == []  # outside git: no order, no failure
+    seen: list[str] = []
+
+    class Recording(HashingEmbedder):
+        def embed_documents(self, texts, on_batch=None):
+            seen.extend(texts)
+            return super().embed_documents(texts, on_batch)
+
+    kb = KnowledgeBase.open(git_repo, embedder_factory=lambda s: Recording())
+    kb.reindex_all(embed=False)
+    store = kb.index("code").store
+    first = store.pending(1)[0]  # without the recent files: public entities first
+    assert store.chunks([first.key])[first.key].path == "src/old.py"
+    kb.embed_pending()
+    assert seen[0].startswith("src/recent.py"), seen  # a private helper changed last, before an older public function

@@ -194,8 +194,8 @@ class ChunkStore(Protocol):
         """Apply one change atomically."""
         ...
 
-    def pending(self, limit: int) -> list[Pending]:
-        """Chunks without a vector, at most `limit`."""
+    def pending(self, limit: int, first: Sequence[str] = ()) -> list[Pending]:
+        """Chunks without a vector, at most `limit`, in fill order (the files in `first` before others)."""
         ...
 
     def pending_size(self) -> tuple[int, int]:
@@ -219,6 +219,16 @@ class ChunkStore(Protocol):
 
 _STORED_FIELDS = tuple(name for name in Chunk.__dataclass_fields__ if name != "embed_text")
 _TUPLE_FIELDS = ("tags", "decorators", "calls", "references", "names")
+
+
+def recent_first(
+    first: Sequence[str], recent: Sequence[Sequence[Any]], rest: Sequence[Sequence[Any]], limit: int
+) -> list[Pending]:
+    """`pending`'s answer from rows (key, content hash, embed text, path) of the files in `first`, in fill order, and of
+    the others: the former first, most recently changed file first, then the others, `limit` in all."""
+    rank = {path: n for n, path in enumerate(first)}
+    ordered = sorted(recent, key=lambda row: rank[row[3]]) + list(rest)  # stable: fill order within a file
+    return [Pending(int(key), digest, text or "") for key, digest, text, _ in ordered[:limit]]
 
 
 def chunk_to_json(chunk: Chunk) -> str:

@@ -38,6 +38,7 @@ from . import (
     chunk_from_dict,
     chunk_to_json,
     index_dir,
+    recent_first,
 )
 from .local_files import (
     FILL_ORDER,
@@ -267,13 +268,18 @@ class LocalStore:
             row = self._db.execute("SELECT hash, mtime_ns, size FROM files WHERE path = ?", (path,)).fetchone()
         return FileFacts(path, row[0], row[1] or 0, row[2] or 0) if row else None
 
-    def pending(self, limit: int) -> list[Pending]:
+    def pending(self, limit: int, first: Sequence[str] = ()) -> list[Pending]:
+        paths = json.dumps(list(first))
+        select = "SELECT key, content_hash, embed_text, path FROM chunks WHERE embedded = 0"
         with self._lock:
-            rows = self._db.execute(
-                f"SELECT key, content_hash, embed_text FROM chunks WHERE embedded = 0 ORDER BY {FILL_ORDER} LIMIT ?",
-                (limit,),
+            recent = self._db.execute(
+                f"{select} AND path IN (SELECT value FROM json_each(?)) ORDER BY {FILL_ORDER}", (paths,)
             ).fetchall()
-        return [Pending(key, digest, text or "") for key, digest, text in rows]
+            rest = self._db.execute(
+                f"{select} AND path NOT IN (SELECT value FROM json_each(?)) ORDER BY {FILL_ORDER} LIMIT ?",
+                (paths, max(0, limit - len(recent))),
+            ).fetchall()
+        return recent_first(first, recent, rest, limit)
 
     def pending_size(self) -> tuple[int, int]:
         """(chunks, characters of embedding input) still waiting for vectors."""

@@ -37,7 +37,8 @@ CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(body, tokenize="{tokenizer}");
 
 
 # The order chunks get their transformer vectors: what is most likely asked first. Code before its tests; public
-# entities, then other named entities, then the lines between them (a doc index fills before the code's).
+# entities, then other named entities, then the lines between them (a doc index fills before the code's). The files
+# changed lately come before all of it, most recent first (`first` of `pending`, see `recent_first`).
 FILL_ORDER = (
     "(path LIKE '%test%'), CASE WHEN json_extract(data, '$.exported') = 1 THEN 0 "
     "WHEN json_extract(data, '$.symbol') != '' THEN 1 ELSE 2 END, key"

@@ -35,6 +35,7 @@ from . import (
     StoreSummary,
     chunk_from_dict,
     chunk_to_json,
+    recent_first,
 )
 from .pg_lexemes import stems, symbol_key, tsvector_text
 from .pg_queries import bm25, nearest, vector_array
@@ -225,14 +226,16 @@ class PostgresStore:
         progress = EmbedProgress(**raw) if raw else None
         return Coverage(chunks=int(total), embedded=int(embedded), progress=progress)
 
-    def pending(self, limit: int) -> list[Pending]:
-        rows = self._all(
-            "SELECT key, content_hash, embed_text FROM knowledge_chunks WHERE index_id = %s AND embedding IS NULL "
-            "ORDER BY (path LIKE '%%test%%'), CASE WHEN data->>'exported' = 'true' THEN 0 "
-            "WHEN coalesce(data->>'symbol', '') <> '' THEN 1 ELSE 2 END, key LIMIT %s",  # local_files.FILL_ORDER
-            (self.index_id, limit),
+    def pending(self, limit: int, first: Sequence[str] = ()) -> list[Pending]:
+        select = (
+            "SELECT key, content_hash, embed_text, path FROM knowledge_chunks WHERE index_id = %s "
+            "AND embedding IS NULL AND {} path = ANY(%s) ORDER BY (path LIKE '%%test%%'), "
+            "CASE WHEN data->>'exported' = 'true' THEN 0 WHEN coalesce(data->>'symbol', '') <> '' THEN 1 ELSE 2 END, "
+            "key"  # local_files.FILL_ORDER
         )
-        return [Pending(int(key), digest, text or "") for key, digest, text in rows]
+        recent = self._all(select.format(""), (self.index_id, list(first))) if first else []
+        rest = self._all(select.format("NOT") + " LIMIT %s", (self.index_id, list(first), max(0, limit - len(recent))))
+        return recent_first(first, recent, rest, limit)
 
     def pending_size(self) -> tuple[int, int]:
         count, chars = self._one(
