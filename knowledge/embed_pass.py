@@ -20,6 +20,7 @@ from .fs import is_locked, private_dir
 from .indexer import ProgressCallback
 from .records import Progress
 from .store import ChunkStore, EmbedProgress, embed_lock_path, index_dir
+from .store.asked import recently_asked
 
 if TYPE_CHECKING:
     import numpy as np
@@ -74,8 +75,8 @@ def embed_pending(
     compact_at_end: bool = False,
     first: Sequence[str] = (),
 ) -> EmbedResult:
-    """Give every pending chunk its vector, batch by batch (the files in `first` early: see `FILL_ORDER`); the model
-    loads only if the cache lacks something."""
+    """Give every pending chunk its vector, batch by batch (the files answers pointed at during the fill first, then
+    those in `first`, then `FILL_ORDER`); the model loads only if the cache lacks something."""
     result = EmbedResult()
     started = time.monotonic()
     try:
@@ -104,7 +105,7 @@ def _embed_all(
             sizes = [store.pending_size() for store in stores]
             tracker = _Tracker(sum(n for n, _ in sizes), sum(c for _, c in sizes))
             for store in stores:
-                _embed_store(store, embedder, cache, writer_lock, on_progress, result, tracker, first)
+                _embed_store(store, embedder, cache, writer_lock, on_progress, result, tracker, first, root)
                 if compact_at_end:
                     with writer_lock():
                         store.compact(force=True)
@@ -167,6 +168,7 @@ def _embed_store(
     result: EmbedResult,
     tracker: _Tracker,
     first: Sequence[str],
+    root: Path,
 ) -> None:
     total, _ = store.pending_size()
     if total == 0:
@@ -187,7 +189,8 @@ def _embed_store(
 
     try:
         while True:
-            batch = store.pending(EMBED_BATCH, first)
+            # read again every batch: what answers point at during the fill comes next
+            batch = store.pending(EMBED_BATCH, list(dict.fromkeys([*recently_asked(index_dir(root)), *first])))
             if not batch:
                 break
             known = cache.get_many([p.content_hash for p in batch]) if cache is not None else {}

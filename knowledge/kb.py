@@ -49,6 +49,7 @@ from .request import SearchRequest
 from .search import resolve_options, search
 from .status import index_status, no_index_status
 from .store import index_dir, lock_path
+from .store.asked import record_asked
 from .store.engines import Engine, engine_for
 from .tree_chunks import EstimatedCounter, tree_chunks
 
@@ -307,6 +308,8 @@ class KnowledgeBase:
             self.is_stale,
             stage.embed_query if stage is not None else None,
         )
+        if response.dense_coverage < 1 and not request.exact:  # the fill gives these files their vectors next
+            record_asked(index_dir(self.root), (hit.path for hit in response.results))
         has_docs = any(hit.kind == "doc" for hit in response.results)
         notes = drift_notes.load(self.root, self.index("docs")) if has_docs else {}
         if not notes:

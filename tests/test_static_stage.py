@@ -24,6 +24,7 @@ from knowledge.embedding.static import (
 from knowledge.errors import ModelVerificationError
 from knowledge.git import recently_changed
 from knowledge.kb import KnowledgeBase
+from knowledge.store.asked import ASKED_FILE, KEEP, LIMIT_BYTES, recently_asked, record_asked
 
 from .conftest import HashingEmbedder, commit, model_home
 
@@ -219,3 +220,39 @@ def test_the_fill_gives_files_changed_lately_their_vectors_before_older_ones(git
     assert store.chunks([first.key])[first.key].path == "src/old.py"
     kb.embed_pending()
     assert seen[0].startswith("src/recent.py"), seen  # a private helper changed last, before an older public function
+
+
+def test_the_files_answers_point_at_during_the_fill_get_their_vectors_next(git_repo):
+    commit(git_repo, {"src/asked.py": "def parse_invoice(text):\n    return text.split()\n"})
+    commit(git_repo, {"src/recent.py": "def _recent_helper(y):\n    return y\n"})
+    seen: list[str] = []
+
+    class Recording(HashingEmbedder):
+        def embed_documents(self, texts, on_batch=None):
+            seen.extend(texts)
+            return super().embed_documents(texts, on_batch)
+
+    kb = KnowledgeBase.open(git_repo, embedder_factory=lambda s: Recording())
+    kb.reindex_all(embed=False)
+    answer = kb.search("parse_invoice", kind="code")
+    assert answer.dense_coverage < 1
+    assert answer.results[0].path == "src/asked.py"
+    assert recently_asked(git_repo / ".knowledge")[0] == "src/asked.py"
+    kb.embed_pending()
+    assert seen[0].startswith("src/asked.py"), seen  # before the file changed last
+    kb.search("parse_invoice", kind="code")  # complete: nothing more to remember
+    assert recently_asked(git_repo / ".knowledge") == ["src/asked.py"]
+
+
+def test_the_asked_paths_are_kept_most_recent_first_once_each_and_bounded(tmp_path):
+    assert recently_asked(tmp_path) == []  # nothing asked yet
+    record_asked(tmp_path, ["a.py", "b.py"])
+    record_asked(tmp_path, ["c.py", "a.py", "c.py"])
+    assert recently_asked(tmp_path) == ["c.py", "a.py", "b.py"]  # the last answer's best first
+    for n in range(3000):
+        record_asked(tmp_path, [f"src/module_{n}.py"])
+    assert recently_asked(tmp_path)[:2] == ["src/module_2999.py", "src/module_2998.py"]
+    assert len(recently_asked(tmp_path)) == KEEP
+    assert (tmp_path / ASKED_FILE).stat().st_size <= LIMIT_BYTES
+    record_asked(tmp_path / "missing", ["x.py"])  # no index directory: nothing written, no error
+    assert not (tmp_path / "missing").exists()
