@@ -24,7 +24,7 @@ HERE = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(HERE / "bench"))
 sys.path.insert(0, str(HERE))
 
-from seconds import big_docs_repo, fresh_home, git, knowledge, median, warm_queries  # noqa: E402
+from seconds import big_docs_repo, fresh_home, knowledge, median, one_file_commits, warm_queries  # noqa: E402
 
 SEED_BATCH = 50_000
 
@@ -53,19 +53,6 @@ def seed_cache(repo: Path, home: Path) -> dict[str, float]:
     cache.close()
     shutil.rmtree(repo / ".knowledge")
     return {"chunks": len(pending), "phase_one_seconds": round(phase_one, 1)}
-
-
-def one_file_commits(repo: Path, home: Path, runs: int = 3) -> dict[str, object]:
-    """`reindex-from-changes` after a commit that adds a section to one file (a fresh process each, median)."""
-    seconds = []
-    target = repo / "docs" / "00" / "doc7.md"
-    for n in range(runs):
-        target.write_text(target.read_text() + f"\n## Added {n}\n\nA new section about run {n} of this benchmark.\n")
-        git(repo, "commit", "-qam", f"edit {n}")
-        result, took, _ = knowledge(HERE, home, repo, "reindex-from-changes", "--quiet")
-        assert result.returncode == 0, result.stderr
-        seconds.append(took)
-    return {"seconds": [round(s, 2) for s in seconds], "median_seconds": median(seconds)}
 
 
 def disk_mb(path: Path) -> float:
@@ -100,7 +87,8 @@ def main() -> None:
         }
         result["disk_mb"] = disk_mb(repo / ".knowledge")
         print(json.dumps(result), file=sys.stderr, flush=True)
-        result["one_file_commit"] = one_file_commits(repo, home)
+        seconds = one_file_commits(HERE, repo, home)
+        result["one_file_commit"] = {"seconds": [round(s, 2) for s in seconds], "median_seconds": median(seconds)}
         result["warm_query"] = warm_queries(HERE, repo, home)
         result["du"] = subprocess.run(["du", "-sh", str(repo / ".knowledge")], capture_output=True, text=True).stdout
     finally:

@@ -191,9 +191,8 @@ def seed_cache(repo: Path, home: Path) -> int:
     return len(pending)
 
 
-def one_file_commit(code: Path, repo: Path, home: Path, runs: int = 3) -> dict[str, object]:
-    result, build, _ = knowledge(code, home, repo, "reindex-all", "--quiet")
-    assert result.returncode == 0, result.stderr
+def one_file_commits(code: Path, repo: Path, home: Path, runs: int = 3) -> list[float]:
+    """Seconds of `reindex-from-changes` after each of `runs` commits that add a section to one file."""
     seconds = []
     target = repo / "docs" / "00" / "doc7.md"
     for n in range(runs):
@@ -202,6 +201,13 @@ def one_file_commit(code: Path, repo: Path, home: Path, runs: int = 3) -> dict[s
         result, took, _ = knowledge(code, home, repo, "reindex-from-changes", "--quiet")
         assert result.returncode == 0, result.stderr
         seconds.append(took)
+    return seconds
+
+
+def one_file_commit(code: Path, repo: Path, home: Path, runs: int = 3) -> dict[str, object]:
+    result, build, _ = knowledge(code, home, repo, "reindex-all", "--quiet")
+    assert result.returncode == 0, result.stderr
+    seconds = one_file_commits(code, repo, home, runs)
     return {"build_from_cache_seconds": round(build, 1), "reindex_one_file_seconds_median": median(seconds)}
 
 

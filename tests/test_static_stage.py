@@ -201,11 +201,8 @@ def test_the_fill_gives_public_entities_their_vectors_first_and_tests_last(git_r
     assert not order[-2].symbol  # and the lines between entities after the entities
 
 
-def test_the_fill_gives_files_changed_lately_their_vectors_before_older_ones(git_repo, tmp_path):
-    commit(git_repo, {"src/old.py": "def old_api(x):\n    return x\n"})
-    commit(git_repo, {"src/recent.py": "def _recent_helper(y):\n    return y\n"})
-    assert recently_changed(git_repo)[:2] == ["src/recent.py", "src/old.py"]
-    assert recently_changed(tmp_path) == []  # outside git: no order, no failure
+def recording_kb(git_repo):
+    """A knowledge base indexed without vectors, and the texts its embedder is given, in order."""
     seen: list[str] = []
 
     class Recording(HashingEmbedder):
@@ -215,6 +212,15 @@ def test_the_fill_gives_files_changed_lately_their_vectors_before_older_ones(git
 
     kb = KnowledgeBase.open(git_repo, embedder_factory=lambda s: Recording())
     kb.reindex_all(embed=False)
+    return kb, seen
+
+
+def test_the_fill_gives_files_changed_lately_their_vectors_before_older_ones(git_repo, tmp_path):
+    commit(git_repo, {"src/old.py": "def old_api(x):\n    return x\n"})
+    commit(git_repo, {"src/recent.py": "def _recent_helper(y):\n    return y\n"})
+    assert recently_changed(git_repo)[:2] == ["src/recent.py", "src/old.py"]
+    assert recently_changed(tmp_path) == []  # outside git: no order, no failure
+    kb, seen = recording_kb(git_repo)
     store = kb.index("code").store
     first = store.pending(1)[0]  # without the recent files: public entities first
     assert store.chunks([first.key])[first.key].path == "src/old.py"
@@ -225,15 +231,7 @@ def test_the_fill_gives_files_changed_lately_their_vectors_before_older_ones(git
 def test_the_files_answers_point_at_during_the_fill_get_their_vectors_next(git_repo):
     commit(git_repo, {"src/asked.py": "def parse_invoice(text):\n    return text.split()\n"})
     commit(git_repo, {"src/recent.py": "def _recent_helper(y):\n    return y\n"})
-    seen: list[str] = []
-
-    class Recording(HashingEmbedder):
-        def embed_documents(self, texts, on_batch=None):
-            seen.extend(texts)
-            return super().embed_documents(texts, on_batch)
-
-    kb = KnowledgeBase.open(git_repo, embedder_factory=lambda s: Recording())
-    kb.reindex_all(embed=False)
+    kb, seen = recording_kb(git_repo)
     answer = kb.search("parse_invoice", kind="code")
     assert answer.dense_coverage < 1
     assert answer.results[0].path == "src/asked.py"
