@@ -81,12 +81,28 @@ def python_file(text: str) -> tuple[list[int], list[tuple[str, str, int, int]]]:
         lines = list(range(doc.lineno, doc.end_lineno + 1))
         if len(body) == 1:  # keep the body valid: the last docstring line becomes `pass`
             lines = lines[:-1]
+        if _shares_a_line(node, doc):  # `def f(): """Doc."""`: the line stays, so the docstring is no question
+            continue
         removed += lines
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
             start = min([node.lineno] + [d.lineno for d in node.decorator_list])
             query = first_sentence(ast.get_docstring(node) or "", node.name)
             found.append((query, node.name, start, node.end_lineno or node.lineno))
     return removed, found
+
+
+def _docstring(statement: ast.stmt) -> bool:
+    return (
+        isinstance(statement, ast.Expr)
+        and isinstance(statement.value, ast.Constant)
+        and isinstance(statement.value.value, str)
+    )
+
+
+def _shares_a_line(node: ast.AST, statement: ast.stmt) -> bool:
+    """A body on its definition's line (`def f(): ...`, `class E(Exception): "Doc."`): rewriting that line would
+    remove the definition itself (click's `@t.overload` stubs were lost so, and their files failed to parse)."""
+    return not isinstance(node, ast.Module) and statement.lineno == getattr(node, "lineno", 0)
 
 
 def python_rewrite(text: str, removed: list[int]) -> list[str]:
@@ -96,7 +112,7 @@ def python_rewrite(text: str, removed: list[int]) -> list[str]:
     for node in ast.walk(tree):
         if isinstance(node, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef) and len(node.body) == 1:
             first = node.body[0]
-            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+            if _docstring(first) and not _shares_a_line(node, first):
                 passes.add(first.end_lineno or first.lineno)
     out = []
     for number, line in enumerate(lines, start=1):
