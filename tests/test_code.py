@@ -426,6 +426,20 @@ def test_a_haskell_type_signature_opens_its_function():
     assert (chunks["addOne"].line_start, chunks["addOne"].line_end) == (6, 7)  # `addOne :: Int -> Int` included
 
 
+def test_python_overload_stubs_open_the_function_they_declare():
+    text = (
+        "import typing as t\n\n\nclass Param:\n"
+        "    @t.overload\n    def get_default(self, call: t.Literal[True] = True) -> int: ...\n\n"
+        "    @t.overload\n    def get_default(self, call: bool = ...) -> int | None: ...\n\n"
+        "    def get_default(self, call=True):\n        return self.default\n\n"
+        "    def other(self):\n        return 1\n\n\n"
+        "@overload\ndef lone(x: int) -> int: ...\n"
+    )
+    named = [(c.symbol, c.line_start, c.line_end) for c in chunked("src/p.py", text).chunks if c.symbol]
+    # one entity from the first stub to the body that implements it; a stub with no body after it stays itself
+    assert named == [("Param", 4, 4), ("get_default", 5, 12), ("other", 14, 15), ("lone", 18, 19)]
+
+
 def test_a_split_function_is_one_range_in_every_kind_mix(git_repo):
     """Only one part of a long function passes the threshold: the result is still the whole function, with code alone
     and mixed."""

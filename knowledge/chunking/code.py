@@ -19,7 +19,7 @@ from .entities import Entity, declared_names, find_entities, first_error_line, f
 from .ids import unique_chunk_id
 from .languages import CONTAINERS, language_of, parser
 
-CODE_CHUNKER_VERSION = 16  # 16: Rust attributes, `///` doc comments, TS member decorators, Elixir @doc/@spec join
+CODE_CHUNKER_VERSION = 17  # 17: Python `@overload` stubs join the function they declare
 OVERLAP_LINES = 2
 # Measured on CoSQA through this chunker (bench/code_bench.py, MiniLM): nDCG@10 0.5819 with "N: " line prefixes in
 # the embedded text, 0.5869 without. Line ranges stay in the metadata either way.

@@ -223,9 +223,35 @@ def flatten(entities: list[Entity]) -> list[Entity]:
     return out
 
 
+_OVERLOAD = re.compile(r"@\s*(?:[A-Za-z_]\w*\.)*overload\b")
+
+
+def join_overloads(siblings: list[Entity]) -> None:
+    """`@overload` stubs declare the function defined right after them: that function's entity starts at the first
+    stub, so an answer shows the signatures with the body that implements them (not a stub with none)."""
+    stubs: list[Entity] = []
+    kept: list[Entity] = []
+    for entity in siblings:
+        join_overloads(entity.children)
+        if stubs and entity.name != stubs[0].name:
+            kept += stubs
+            stubs = []
+        if any(_OVERLOAD.match(decorator) for decorator in entity.decorators):
+            stubs.append(entity)
+            continue
+        if stubs:
+            entity.start = stubs[0].start
+            for stub in stubs:
+                entity.calls |= stub.calls
+            stubs = []
+        kept.append(entity)
+    siblings[:] = kept + stubs
+
+
 def find_entities(tree: Tree, spec: LanguageSpec, src: bytes, source: SourceFile, entities: list[Entity]) -> None:
     walk(tree.root_node, spec, src, None, entities)
     if spec.name == "python":
+        join_overloads(entities)
         from .pycalls import python_calls
 
         exact = python_calls(source.text, source.path)
