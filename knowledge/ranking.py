@@ -102,16 +102,20 @@ _QUESTION_WORDS = frozenset({"how", "what", "where", "which", "why", "when", "wh
 # A topic is a few words ("radix tree path matching", 5.4 on average in semble-dev); a longer statement that is no
 # question describes behaviour ("A validator that raises ValueError if the initializer is called with …").
 STATEMENT_WORDS = 8
+# A sentence ("Guesses the mimetype based on a filename.") or a phrase that opens with an article ("The URL host as a
+# string") describes one definition, as its doc comment does; a topic is a few words without either.
+_ARTICLES = frozenset({"the", "a", "an"})
 
 
 def asks_what_code_does(query: str) -> bool:
     """Whether the question says what code does: it opens with an action ("Returns the package name", "parse a cookie
-    header into a dict") or is a statement of `STATEMENT_WORDS` words or more. It asks for the function that does it,
+    header into a dict"), is a sentence or a phrase opening with an article ("The URL host as a string"), or is a
+    statement of `STATEMENT_WORDS` words or more. It asks for the function that does it,
     not for a topic's place ("how …" questions, a few words naming a topic, a bare name)."""
     words = query.split()
     if len(words) < 3 or words[0].lower() in _QUESTION_WORDS:
         return False
-    if len(words) >= STATEMENT_WORDS:
+    if len(words) >= STATEMENT_WORDS or query.rstrip().endswith(".") or words[0].lower() in _ARTICLES:
         return True
     verb = words[0].lower()
     if not verb.isalpha():

@@ -413,6 +413,8 @@ def test_a_question_about_one_method_of_a_long_class_answers_with_that_method_fi
         ("Returns the package name, like java.util for Map.Entry.", True),
         ("parse a cookie header into a dict", True),
         ("Applies the middleware to every route", True),
+        ("Guesses the mimetype based on a filename.", True),
+        ("The URL host as a string", True),
         ("how are hooks installed", False),
         ("radix tree path matching", False),
         ("render_template and the jinja environment", False),
