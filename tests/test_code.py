@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from knowledge.chunking.code import chunk_code
+from knowledge.chunking.code import EMBED_HEAD_TOKENS, chunk_code
 from knowledge.cli import cli
 from knowledge.kb import KnowledgeBase
 from knowledge.pieces import group_key
@@ -172,6 +172,20 @@ def test_oversized_function_is_split_keeping_name_and_parent():
     assert parts[0].id == "big.py#Big.run"
     assert parts[1].id == "big.py#Big.run~2"
     assert all(words(c.embed_text) <= 64 for c in parts)
+
+
+def test_the_model_reads_a_bounded_head_of_a_long_chunk_whose_text_stays_whole():
+    body = "\n".join(f"    value_{n} = compute({n}) + offset({n})" for n in range(38))  # 190 words, one chunk
+    text = f'def run():\n    """Compute every value."""\n{body}\n'
+    [chunk] = chunked("run.py", text, max_tokens=384).chunks
+    assert chunk.content == text.rstrip("\n")
+    assert (chunk.line_start, chunk.line_end) == (1, 40)
+    header, _, read = chunk.embed_text.partition("\n")
+    assert header.startswith("run.py (python) function run")
+    assert read.startswith('def run():\n    """Compute every value."""\n    value_0 = compute(0)')
+    assert words(chunk.embed_text) <= EMBED_HEAD_TOKENS < words(chunk.content)
+    [short] = chunked("run.py", 'def run():\n    """Compute."""\n    return 1\n', max_tokens=384).chunks
+    assert short.embed_text.endswith(short.content)
 
 
 def kb_for(root):

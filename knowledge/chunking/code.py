@@ -19,8 +19,12 @@ from .entities import Entity, declared_names, find_entities, first_error_line, f
 from .ids import unique_chunk_id
 from .languages import CONTAINERS, language_of, parser
 
-CODE_CHUNKER_VERSION = 17  # 17: Python `@overload` stubs join the function they declare
+CODE_CHUNKER_VERSION = 18  # 18: the model reads a bounded head of each code chunk
 OVERLAP_LINES = 2
+# The model reads a code chunk's header line and its leading lines within this many tokens (signature, doc comment,
+# first statements); the chunk's range, text and lexical terms stay whole. Fewer tokens for the transformer, so the
+# fill completes sooner (docs/benchmarks.md §0a: the ranking gate with the default model, and the speed).
+EMBED_HEAD_TOKENS = 192
 # Measured on CoSQA through this chunker (bench/code_bench.py, MiniLM): nDCG@10 0.5819 with "N: " line prefixes in
 # the embedded text, 0.5869 without. Line ranges stay in the metadata either way.
 LINE_NUMBERS_IN_EMBEDDING = False
@@ -34,6 +38,18 @@ class ParsedCode:
 
 def _numbered(lines: list[str], start: int) -> str:
     return "\n".join(f"{start + n + 1}: {line}" for n, line in enumerate(lines))
+
+
+def _head(lines: list[str], limit: int, count_tokens: Callable[[str], int]) -> list[str]:
+    """The leading lines that fit `limit` tokens (the first line always)."""
+    if sum(map(len, lines)) + len(lines) <= limit:  # a line never has more tokens than characters
+        return lines
+    used = 0
+    for end, line in enumerate(lines):
+        used += count_tokens(line) + 1
+        if used > limit and end > 0:
+            return lines[:end]
+    return lines
 
 
 def _line_windows(
@@ -104,7 +120,8 @@ def chunk_code(source: SourceFile, max_tokens: int, count_tokens: Callable[[str]
         for part, (first, last) in enumerate(windows):
             chunk_id = unique_chunk_id(base, part, used_ids)
             body = lines[first : last + 1]
-            embed_text = header + (_numbered(body, first) if LINE_NUMBERS_IN_EMBEDDING else "\n".join(body))
+            read = _head(body, EMBED_HEAD_TOKENS - count_tokens(header) - 2, count_tokens)  # 2: special tokens
+            embed_text = header + (_numbered(read, first) if LINE_NUMBERS_IN_EMBEDDING else "\n".join(read))
             chunks.append(
                 Chunk(
                     id=chunk_id,
