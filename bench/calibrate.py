@@ -1,6 +1,6 @@
 """Calibrate a model's two search thresholds on the bench sets' train/dev splits (never the test splits).
 
-similarity threshold: the score that keeps 95% of relevant (query, document) pairs;
+similarity threshold: the score that keeps 95% of relevant (query, document) pairs (also printed for each set alone);
 full-content threshold: the median score of relevant pairs: a result at or above it scores like a typical right
 answer. (Also printed, for reference: the lowest score at which at least half of the pooled top-10 results scoring
 that high are relevant; it keeps text for too few results on these one-answer sets to serve as the default.)
@@ -61,10 +61,12 @@ def main() -> None:
     settings, _ = load_settings(Path.cwd(), {})
     relevant: list[float] = []
     top: list[tuple[float, bool]] = []
+    per_set = {}  # each set's own threshold: prose (SciFact) against code (CoSQA)
     for dataset, split in SPLITS.items():
         r, t = scored_pairs(dataset, split, args.model, args.variant, settings.home)
         relevant += r
         top += t
+        per_set[dataset] = round(float(np.quantile(r, 1 - KEEP_RELEVANT)), 2)
     threshold = float(np.quantile(relevant, 1 - KEEP_RELEVANT))
     top.sort(key=lambda pair: -pair[0])
     hits = np.cumsum([is_rel for _, is_rel in top])
@@ -79,6 +81,7 @@ def main() -> None:
                 "splits": SPLITS,
                 "relevant_pairs": len(relevant),
                 "threshold": round(threshold, 2),
+                "threshold_per_set": per_set,
                 "full_threshold": round(float(np.quantile(relevant, 1 - KEEP_RELEVANT_WITH_TEXT)), 2),
                 "median_relevant": round(float(np.median(relevant)), 2),
                 "precision_half_threshold": round(max(full_threshold, threshold), 2),
