@@ -30,9 +30,18 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from beir_data import SHARED, load
 
-from tests.pgserver import start_postgres
+from tests.pgserver import RunningPostgres, start_postgres
 
-STORE_CALLS = ("dense_search", "lexical_search", "vectors", "chunks", "lexical_terms", "defining", "coverage")
+STORE_CALLS = (
+    "dense_search",
+    "lexical_search",
+    "vectors",
+    "similarities",
+    "chunks",
+    "lexical_terms",
+    "defining",
+    "coverage",
+)
 
 
 def percentile(values: list[float], share: float) -> float:
@@ -186,6 +195,21 @@ def concurrent(repo: Path, home: Path, url: str, queries: list[str], workers: in
     return {"searchers": workers, "searches": len(times), **summary(times)}
 
 
+def as_team_role(server: RunningPostgres) -> str:
+    """The URL of a team role set up as docs/teams.md says (`teams setup --role`, `teams grant`), for the one
+    repository in the database: what its members search as, with row-level security applied."""
+    from knowledge.store.pg_schema import allow_member_role, connect, grant
+
+    conn = connect(server.url())
+    conn.execute("CREATE ROLE knowledge_members NOLOGIN")
+    conn.execute("CREATE ROLE team_a LOGIN IN ROLE knowledge_members")
+    allow_member_role(conn, "knowledge_members")
+    for (repository,) in conn.execute("SELECT DISTINCT repository FROM knowledge_indexes").fetchall():
+        grant(conn, repository, "team_a")
+    conn.close()
+    return server.url(role="team_a")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--home", type=Path, default=Path.home() / ".cache" / "knowledge", help="has the models")
@@ -194,6 +218,9 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=20.0)
     parser.add_argument("--searchers", type=int, nargs="*", default=[1, 16])
     parser.add_argument("--shared-buffers", default="128MB", help="PostgreSQL's shared_buffers (its default: 128MB)")
+    parser.add_argument(
+        "--role", action="store_true", help="search as a team role (row-level security applies), not as the owner"
+    )
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     from seconds import big_docs_repo, seed_cache
@@ -221,6 +248,11 @@ def main() -> None:
             "shared_buffers": args.shared_buffers,
             "cores": os.cpu_count(),
         }
+        if args.role:
+            url = as_team_role(server)
+            os.environ["KNOWLEDGE_STORE"] = url
+            kb = KnowledgeBase.open(repo, {"home": str(home)})
+        result["searched_as"] = "team role" if args.role else "owner"
         print(json.dumps(result), file=sys.stderr, flush=True)
         kb.search(queries[0])
         result["after_bulk_load"] = timed_pass(kb, queries)

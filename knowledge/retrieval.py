@@ -112,11 +112,10 @@ def retrieve(
         if candidate.key in static:  # its cosine in the model's space is not known yet
             candidate.static, candidate.cosine = static[candidate.key], None
     missing = [c.key for c in candidates if c.dense_rank is None]
-    found = store.vectors(missing) if missing and vector is not None else {}
+    found = store.similarities(missing, vector) if missing and vector is not None else {}
     for candidate in candidates:
         if candidate.dense_rank is None:
-            stored = found.get(candidate.key)
-            candidate.cosine = float(stored @ vector) if stored is not None and vector is not None else None
+            candidate.cosine = found.get(candidate.key)
     return candidates
 
 

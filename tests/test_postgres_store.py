@@ -266,9 +266,20 @@ def test_the_hnsw_path_answers_as_the_exact_scan(origin, tmp_path, monkeypatch, 
     store = kb.index("docs").store
     query = HashingEmbedder().embed_query("token budget hooks")
     exact = [(hit.key, round(hit.score, 5)) for hit in store.dense_search(query, 3)]
-    monkeypatch.setattr(knowledge.store.pg_queries, "EXACT_SCAN_MAX", 0)
+    monkeypatch.setattr(knowledge.store.pg_queries, "EXACT_SCAN_BALANCE", 0)
     assert [(hit.key, round(hit.score, 5)) for hit in store.dense_search(query, 3)] == exact
     assert len(exact) == 3
+
+
+def test_an_index_is_scanned_exactly_while_it_is_small_or_a_small_share_of_the_graph():
+    from knowledge.store.pg_queries import scans_exactly
+
+    assert scans_exactly(200, -1)  # never analyzed: the index counts as the whole graph
+    assert not scans_exactly(5_000, -1)
+    assert scans_exactly(2_500, 52_500)  # docs/benchmarks.md §9: scanned 10 ms, the graph 23 ms
+    assert not scans_exactly(10_000, 52_500)  # scanned 39 ms, the graph 7 ms
+    assert not scans_exactly(40_000, 52_500)
+    assert scans_exactly(10_000, 1_000_000)  # 1% of a million-vector graph
 
 
 def test_a_large_index_draws_lexical_candidates_from_the_rarest_terms_within_a_row_budget(monkeypatch):

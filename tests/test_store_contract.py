@@ -180,6 +180,10 @@ def test_dense_search_pending_and_vectors(engine):
     assert hits[0].score >= hits[1].score
     got = store.vectors([by_id["a.py#1"]])
     np.testing.assert_allclose(got[by_id["a.py#1"]], vectors["a.py#1"], atol=1e-6)
+    similar = store.similarities([by_id["a.py#1"], by_id["b.md#1"], 10**9], vectors["b.md#1"])
+    assert set(similar) == {by_id["a.py#1"], by_id["b.md#1"]}  # an unknown key has no similarity
+    assert similar[by_id["b.md#1"]] == pytest.approx(1.0, abs=1e-5)
+    assert similar[by_id["a.py#1"]] == pytest.approx(float(vectors["a.py#1"] @ vectors["b.md#1"]), abs=1e-5)
 
 
 def test_apply_replaces_a_path_and_moves_version_and_commit(engine):

@@ -184,6 +184,10 @@ class ChunkStore(Protocol):
         """Stored vectors of those `keys` that have one."""
         ...
 
+    def similarities(self, keys: Sequence[int], vector: npt.NDArray[np.float32]) -> dict[int, float]:
+        """The cosine of `vector` to each of `keys` that has a stored vector, computed where the vectors live."""
+        ...
+
     def coverage(self) -> Coverage: ...
 
     def static_search(self, vector: npt.NDArray[np.float32], k: int) -> list[ScoredKey]:

@@ -244,6 +244,9 @@ class LocalStore:
         with self._lock:
             return self._dense.get(self._db, keys)
 
+    def similarities(self, keys: Sequence[int], vector: npt.NDArray[np.float32]) -> dict[int, float]:
+        return {key: float(stored @ vector) for key, stored in self.vectors(keys).items()}
+
     def static_search(self, vector: npt.NDArray[np.float32], k: int) -> list[ScoredKey]:
         with self._lock:
             return self._static.search(self._db, vector, k)

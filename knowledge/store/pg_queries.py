@@ -18,7 +18,11 @@ if TYPE_CHECKING:
 BM25_K1, BM25_B = 1.2, 0.75  # FTS5's bm25() defaults, so both engines rank alike
 RARE_SHARE, PRUNE_FROM_CHUNKS = 0.05, 20_000  # see bm25
 CANDIDATE_ROWS = 5_000  # see bm25: about what one rare term may hold at 100k chunks
-EXACT_SCAN_MAX = 20_000  # an index with at most this many vectors is searched exactly (see nearest)
+# An exact scan reads every vector of the index (~4 us each at 768 dims); a filtered HNSW walk costs ~1.5 ms plus
+# ~1 ms per (vectors in the graph / vectors of this index), since it passes other indexes' vectors to find this one's.
+# So the scan wins while count^2 < EXACT_SCAN_BALANCE x graph size (docs/benchmarks.md §9): a 2,500-vector index in
+# a 52,500-vector graph scans in 10 ms (HNSW 23 ms); 10,000 vectors there take 39 ms scanned and 7 ms by the graph.
+EXACT_SCAN_BALANCE = 250
 
 
 def nearest(conn: Connection, index_id: int, dims: int, vector: npt.NDArray[np.float32], k: int) -> list[ScoredKey]:
@@ -26,12 +30,16 @@ def nearest(conn: Connection, index_id: int, dims: int, vector: npt.NDArray[np.f
     import numpy as np
 
     query = np.asarray(vector, dtype=np.float32)
-    embedded = conn.execute("SELECT embedded_count FROM knowledge_indexes WHERE id = %s", (index_id,)).fetchone()
-    if not embedded or not embedded[0]:
+    counts = conn.execute(
+        "SELECT embedded_count, (SELECT reltuples FROM pg_class WHERE oid = to_regclass(%s)) "
+        "FROM knowledge_indexes WHERE id = %s",
+        (f"knowledge_chunks_hnsw_{int(dims)}", index_id),
+    ).fetchone()
+    if not counts or not counts[0]:
         return []
-    if embedded[0] <= EXACT_SCAN_MAX:
-        # A small index in a shared database: an exact scan of its own rows beats walking a graph that holds
-        # every index's vectors and filtering (the cast-free expression keeps the planner off the HNSW index).
+    if scans_exactly(int(counts[0]), float(counts[1] if counts[1] is not None else -1)):
+        # A small index, or a small share of a graph that holds every index's vectors: an exact scan of its own
+        # rows (the cast-free expression keeps the planner off the HNSW index).
         sql = (
             "SELECT key, embedding <=> %s::vector AS distance FROM knowledge_chunks "
             "WHERE index_id = %s AND embedding IS NOT NULL ORDER BY distance LIMIT %s"
@@ -50,6 +58,13 @@ def nearest(conn: Connection, index_id: int, dims: int, vector: npt.NDArray[np.f
     scored = [(int(key), 1.0 - float(distance)) for key, distance in rows]
     best = sorted(scored, key=lambda item: (-round(item[1], 6), item[0]))[:k]
     return [ScoredKey(key, score) for key, score in best]
+
+
+def scans_exactly(embedded: int, graph: float) -> bool:
+    """Whether an index of `embedded` vectors is searched by an exact scan rather than the HNSW graph, which holds
+    `graph` vectors of its size (the index's reltuples: -1 until first analyzed, then the index counts as the whole
+    graph)."""
+    return embedded * embedded <= EXACT_SCAN_BALANCE * max(graph, embedded)
 
 
 def bm25(conn: Connection, index_id: int, stems: Sequence[str], k: int) -> list[ScoredKey]:

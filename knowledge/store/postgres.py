@@ -219,6 +219,21 @@ class PostgresStore:
         )
         return {int(key): np.asarray(vector_array(vector), dtype=np.float32) for key, vector in rows}
 
+    def similarities(self, keys: Sequence[int], vector: npt.NDArray[np.float32]) -> dict[int, float]:
+        """Computed by the database: a number per chunk comes back, not its vector (a 768-d vector is ~8 KB of text
+        for psycopg to parse: 50 of them were 12 ms of every search)."""
+        import numpy as np
+
+        unique = list(dict.fromkeys(int(k) for k in keys))
+        if not unique:
+            return {}
+        rows = self._all(
+            "SELECT key, 1 - (embedding <=> %s::vector) FROM knowledge_chunks "
+            "WHERE index_id = %s AND key = ANY(%s) AND embedding IS NOT NULL",
+            (np.asarray(vector, dtype=np.float32), self.index_id, unique),
+        )
+        return {int(key): float(similarity) for key, similarity in rows}
+
     def coverage(self) -> Coverage:
         total, embedded, raw = self._one(
             "SELECT doc_count, embedded_count, progress FROM knowledge_indexes WHERE id = %s", (self.index_id,)
