@@ -276,7 +276,7 @@ def test_an_index_is_scanned_exactly_while_it_is_small_or_a_small_share_of_the_g
 
     assert scans_exactly(200, -1)  # never analyzed: the index counts as the whole graph
     assert not scans_exactly(5_000, -1)
-    assert scans_exactly(2_500, 52_500)  # docs/benchmarks.md §9: scanned 10 ms, the graph 23 ms
+    assert scans_exactly(2_500, 52_500)  # docs/benchmarks.md §9: scanned 10 ms, the graph 18 ms
     assert not scans_exactly(10_000, 52_500)  # scanned 39 ms, the graph 7 ms
     assert not scans_exactly(40_000, 52_500)
     assert scans_exactly(10_000, 1_000_000)  # 1% of a million-vector graph

@@ -21,7 +21,7 @@ CANDIDATE_ROWS = 5_000  # see bm25: about what one rare term may hold at 100k ch
 # An exact scan reads every vector of the index (~4 us each at 768 dims); a filtered HNSW walk costs ~1.5 ms plus
 # ~1 ms per (vectors in the graph / vectors of this index), since it passes other indexes' vectors to find this one's.
 # So the scan wins while count^2 < EXACT_SCAN_BALANCE x graph size (docs/benchmarks.md §9): a 2,500-vector index in
-# a 52,500-vector graph scans in 10 ms (HNSW 23 ms); 10,000 vectors there take 39 ms scanned and 7 ms by the graph.
+# a 52,500-vector graph scans in 10 ms (HNSW 18 ms); 10,000 vectors there take 39 ms scanned and 7 ms by the graph.
 EXACT_SCAN_BALANCE = 250
 
 
