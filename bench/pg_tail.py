@@ -142,8 +142,9 @@ def explain(url: str, kb: object, query: str) -> dict[str, str]:
 
     class Capturing:  # the store's statements, each also explained
         def execute(self, sql: str, params: object = None) -> object:
-            if "ORDER BY" in sql and ("lex @@" in sql or "<=>" in sql):
-                label = "lexical" if "lex @@" in sql else "dense"
+            lexical = "lex @@" in sql or "knowledge_postings" in sql  # main before and after schema 4
+            if "ORDER BY" in sql and (lexical or "<=>" in sql):
+                label = "lexical" if lexical else "dense"
                 rows = raw.execute("EXPLAIN (ANALYZE, BUFFERS) " + sql, params).fetchall()
                 plans[label] = "\n".join(row[0] for row in rows)
             return raw.execute(sql, params)
@@ -210,6 +211,20 @@ def as_team_role(server: RunningPostgres) -> str:
     return server.url(role="team_a")
 
 
+def sizes(url: str) -> dict[str, float]:
+    """Disk use after the build: the database, and each table or index of the lexical side with its indexes."""
+    from knowledge.store.pg_schema import connect
+
+    conn = connect(url)
+    out = {"database": conn.execute("SELECT pg_database_size(current_database())").fetchone()[0]}
+    for name in ("knowledge_chunks", "knowledge_chunks_lex", "knowledge_terms", "knowledge_postings"):
+        size = conn.execute("SELECT pg_total_relation_size(to_regclass(%s))", (name,)).fetchone()[0]
+        if size is not None:
+            out[name] = size
+    conn.close()
+    return {name: round(size / 2**20, 1) for name, size in out.items()}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--home", type=Path, default=Path.home() / ".cache" / "knowledge", help="has the models")
@@ -248,6 +263,7 @@ def main() -> None:
             "shared_buffers": args.shared_buffers,
             "cores": os.cpu_count(),
         }
+        result["megabytes"] = sizes(url)
         if args.role:
             url = as_team_role(server)
             os.environ["KNOWLEDGE_STORE"] = url

@@ -90,6 +90,22 @@ def test_the_hook_path_keeps_a_branch_index_fresh(origin, tmp_path, monkeypatch,
     assert "docs/git-hooks.md" in paths
     assert "docs/hooks.md" not in paths
     assert kb.status().commit_relation == "at HEAD"
+    with psycopg.connect(postgres_url, autocommit=True) as admin:
+        assert_postings_are_the_tsvectors(admin)  # added, renamed and removed files' postings followed them
+
+
+def assert_postings_are_the_tsvectors(conn) -> None:
+    """The postings hold exactly one row per (chunk, lexeme) of the chunks' tsvectors, with its count and length."""
+    derived = (
+        "SELECT c.index_id, u.lexeme, c.key, coalesce(array_length(u.positions, 1), 1)::real, c.lex_len "
+        "FROM knowledge_chunks c, unnest(c.lex) AS u"
+    )
+    stored = "SELECT index_id, lexeme, key, tf, lex_len FROM knowledge_postings"
+    differing = conn.execute(
+        f"SELECT count(*) FROM (({derived} EXCEPT {stored}) UNION ALL ({stored} EXCEPT {derived})) d"
+    )
+    assert differing.fetchone()[0] == 0
+    assert conn.execute("SELECT count(*) FROM knowledge_postings").fetchone()[0] > 0
 
 
 def as_role(url: str, role: str) -> str:
@@ -162,6 +178,14 @@ def test_team_roles_set_up_as_docs_teams_md_says_index_search_and_cannot_touch_a
         for sql, params in refused:
             with pytest.raises(psycopg.errors.InsufficientPrivilege):
                 conn.execute(sql, params)
+        index_ids = [
+            row[0]
+            for row in admin_rows(postgres_url, "SELECT id FROM knowledge_indexes WHERE repository = %s", repository)
+        ]
+        seen = conn.execute("SELECT count(*) FROM knowledge_postings WHERE index_id = ANY(%s)", (index_ids,))
+        assert seen.fetchone()[0] == 0
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            conn.execute("INSERT INTO knowledge_postings VALUES (%s, 'hook', 1, 1, 1)", (index_ids[0],))
         poisoned = conn.execute(
             "UPDATE knowledge_vectors SET embedding = embedding WHERE repository = %s", (repository,)
         )
@@ -169,9 +193,43 @@ def test_team_roles_set_up_as_docs_teams_md_says_index_search_and_cannot_touch_a
         assert conn.execute("DELETE FROM knowledge_chunks WHERE repository = %s", (repository,)).rowcount == 0
     with psycopg.connect(as_role(postgres_url, team_a), autocommit=True) as conn:
         assert conn.execute("SELECT count(*) FROM knowledge_vectors WHERE repository = %s", (repository,)).fetchone()[0]
+        # row-level security keeps the postings' b-tree for the lexical search (`=` is leakproof; `@@` on a GIN
+        # index was not, and a team role's search read every chunk of its index)
+        conn.execute("SET enable_seqscan = off")
+        plan = conn.execute(
+            "EXPLAIN SELECT key FROM knowledge_postings WHERE index_id = %s AND lexeme = ANY(%s)",
+            (index_ids[0], ["hook", "instal"]),
+        ).fetchall()
+        assert "Index Only Scan using knowledge_postings_pkey" in "\n".join(row[0] for row in plan)
     monkeypatch.setenv("KNOWLEDGE_STORE", as_role(postgres_url, team_a))
     again = KnowledgeBase.open(clone_a, embedder_factory=lambda s: HashingEmbedder())
     assert again.search("install the hooks", threshold=0).results[0].path == "docs/hooks.md"
+
+
+def admin_rows(url: str, sql: str, *params: object) -> list[tuple]:
+    with psycopg.connect(url, autocommit=True) as admin:
+        return admin.execute(sql, params).fetchall()
+
+
+def test_a_member_role_keeps_its_rights_on_tables_a_migration_adds(origin, tmp_path, monkeypatch, postgres_url):
+    suffix = postgres_url.rsplit("/", 1)[1][-8:]
+    members, team = f"members_{suffix}", f"team_{suffix}"
+    with psycopg.connect(postgres_url, autocommit=True) as admin:
+        admin.execute("CREATE EXTENSION IF NOT EXISTS vector")
+        admin.execute(f"CREATE ROLE {members} NOLOGIN")
+        admin.execute(f"CREATE ROLE {team} LOGIN IN ROLE {members}")
+    code, out = run_cli(origin, {"KNOWLEDGE_STORE": postgres_url}, "teams", "setup", "--role", members, "--dims", "64")
+    assert code == 0, out
+    with psycopg.connect(postgres_url, autocommit=True) as admin:  # the store as schema 3 left it
+        admin.execute("DROP TABLE knowledge_postings")
+        admin.execute("CREATE INDEX knowledge_chunks_lex ON knowledge_chunks USING gin (lex)")
+        admin.execute("UPDATE knowledge_schema SET version = 3")
+    connect(postgres_url).close()  # the owner's next connection migrates
+    code, out = run_cli(origin, {"KNOWLEDGE_STORE": as_role(postgres_url, team)}, "reindex-all", "--quiet")
+    assert code == 0, out
+    monkeypatch.setenv("KNOWLEDGE_STORE", as_role(postgres_url, team))
+    member = KnowledgeBase.open(origin, embedder_factory=lambda s: HashingEmbedder())
+    assert member.search("install the hooks", threshold=0).results[0].path == "docs/hooks.md"
 
 
 def test_a_team_role_on_an_unprepared_store_gets_one_line_naming_the_owner_step(
@@ -233,8 +291,11 @@ def test_the_schema_is_versioned_and_migrates(origin, tmp_path, monkeypatch, pos
     kb.reindex_all()
     before = [h.id for h in kb.search("token budget", threshold=0).results]
     with psycopg.connect(postgres_url, autocommit=True) as admin:
-        assert admin.execute("SELECT version FROM knowledge_schema").fetchall() == [(3,)]
-        # the database as version 1 left it: no term statistics, no embedded count, a cache shared by all
+        assert admin.execute("SELECT version FROM knowledge_schema").fetchall() == [(4,)]
+        # the database as version 1 left it: no term statistics, no embedded count, a cache shared by all, no
+        # postings (a GIN index over the tsvectors instead)
+        admin.execute("DROP TABLE knowledge_postings")
+        admin.execute("CREATE INDEX knowledge_chunks_lex ON knowledge_chunks USING gin (lex)")
         admin.execute("DROP TABLE knowledge_terms")
         admin.execute("ALTER TABLE knowledge_indexes DROP COLUMN embedded_count")
         admin.execute("DROP TABLE knowledge_vectors")
@@ -246,8 +307,10 @@ def test_the_schema_is_versioned_and_migrates(origin, tmp_path, monkeypatch, pos
     again = member_kb(origin, tmp_path / "home", monkeypatch, postgres_url, HashingEmbedder())
     assert [h.id for h in again.search("token budget", threshold=0).results] == before  # migrated on connect
     with psycopg.connect(postgres_url, autocommit=True) as admin:
-        assert admin.execute("SELECT max(version) FROM knowledge_schema").fetchone() == (3,)
+        assert admin.execute("SELECT max(version) FROM knowledge_schema").fetchone() == (4,)
         assert admin.execute("SELECT count(*) FROM knowledge_terms").fetchone()[0] > 0
+        assert admin.execute("SELECT to_regclass('knowledge_chunks_lex')").fetchone() == (None,)
+        assert_postings_are_the_tsvectors(admin)
         cached = admin.execute("SELECT count(DISTINCT repository) FROM knowledge_vectors").fetchone()[0]
         assert cached == 1  # the cache rebuilt from the chunks, per repository
         counts = admin.execute("SELECT doc_count, embedded_count FROM knowledge_indexes WHERE live").fetchall()
@@ -280,6 +343,25 @@ def test_an_index_is_scanned_exactly_while_it_is_small_or_a_small_share_of_the_g
     assert not scans_exactly(10_000, 52_500)  # scanned 39 ms, the graph 7 ms
     assert not scans_exactly(40_000, 52_500)
     assert scans_exactly(10_000, 1_000_000)  # 1% of a million-vector graph
+
+
+def test_lexical_candidates_from_the_rarest_term_keep_their_scores_over_every_term(
+    origin, tmp_path, monkeypatch, postgres_url
+):
+    from knowledge.lexical import terms
+    from knowledge.store import pg_queries
+
+    kb = member_kb(origin, tmp_path / "home", monkeypatch, postgres_url, HashingEmbedder())
+    kb.reindex_all()
+    store = kb.index("docs").store
+    query = terms("install the hooks, the token budget")
+    everything = {hit.key: hit.score for hit in store.lexical_search(query, 20)}
+    monkeypatch.setattr(pg_queries, "PRUNE_FROM_CHUNKS", 0)  # as in a large index: candidates by rarity
+    monkeypatch.setattr(pg_queries, "RARE_SHARE", 1.0)
+    monkeypatch.setattr(pg_queries, "CANDIDATE_ROWS", 0)  # the rarest term alone draws them
+    pruned = store.lexical_search(query, 20)
+    assert 0 < len(pruned) < len(everything)
+    assert all(abs(hit.score - everything[hit.key]) < 1e-9 for hit in pruned)
 
 
 def test_a_large_index_draws_lexical_candidates_from_the_rarest_terms_within_a_row_budget(monkeypatch):

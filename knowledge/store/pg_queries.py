@@ -1,5 +1,5 @@
 """The shared store's ranking queries: nearest vectors (an exact scan for a small index, a filtered HNSW scan for a
-large one) and BM25 over the stemmed tsvectors, scored with the same formula as the local engine's FTS5."""
+large one) and BM25 over the postings of the stemmed terms, scored with the same formula as the local engine's FTS5."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from . import ScoredKey
-from .pg_lexemes import lexeme_literal
 from .pg_schema import Connection
 
 if TYPE_CHECKING:
@@ -68,53 +67,58 @@ def scans_exactly(embedded: int, graph: float) -> bool:
 
 
 def bm25(conn: Connection, index_id: int, stems: Sequence[str], k: int) -> list[ScoredKey]:
-    """The `k` chunks of the index with the highest BM25 score for the stemmed query terms."""
+    """The `k` chunks of the index with the highest BM25 score for the stemmed query terms, read from the postings
+    (an index-only scan of the b-tree: only leakproof `=` conditions, so row-level security keeps it)."""
     if not stems:
         return []
-    n, total = conn.execute("SELECT doc_count, total_len FROM knowledge_indexes WHERE id = %s", (index_id,)).fetchone()
-    frequencies = dict(
-        conn.execute(
-            "SELECT lexeme, df FROM knowledge_terms WHERE index_id = %s AND lexeme = ANY(%s) AND df > 0",
-            (index_id, stems),
-        ).fetchall()
-    )
+    rows = conn.execute(
+        "SELECT i.doc_count, i.total_len, t.lexeme, t.df FROM knowledge_indexes i LEFT JOIN knowledge_terms t "
+        "ON t.index_id = i.id AND t.lexeme = ANY(%s) AND t.df > 0 WHERE i.id = %s",
+        (list(stems), index_id),
+    ).fetchall()
+    frequencies = {lexeme: df for _, _, lexeme, df in rows if lexeme is not None}
     if not frequencies:
         return []
+    n, total = rows[0][0], rows[0][1]
     idf = {lexeme: max(math.log((n - df + 0.5) / (df + 0.5)), 1e-6) for lexeme, df in frequencies.items()}
     by_rarity = sorted(frequencies, key=lambda lexeme: frequencies[lexeme])
     chosen = _candidate_terms(by_rarity, frequencies, n) if n >= PRUNE_FROM_CHUNKS else by_rarity
-    rows = conn.execute(
-        """
-        SELECT c.key, sum(w.idf * (t.tf * (%(k1)s + 1))
-                          / (t.tf + %(k1)s * (1 - %(b)s + %(b)s * c.lex_len / %(avgdl)s))) AS score
-        FROM knowledge_chunks c
-        CROSS JOIN LATERAL unnest(ts_filter(setweight(c.lex, 'A', %(lexemes)s::text[]), '{a}'))
-            AS u(lexeme, positions, weights)
-        CROSS JOIN LATERAL (SELECT coalesce(array_length(u.positions, 1), 1)::float8 AS tf) t
-        JOIN unnest(%(lexemes)s::text[], %(idf)s::float8[]) AS w(lexeme, idf) ON w.lexeme = u.lexeme
-        WHERE c.index_id = %(index)s AND c.lex @@ %(query)s::tsquery
-        GROUP BY c.key ORDER BY score DESC, c.key LIMIT %(limit)s
+    # every query term counts towards a candidate's score; only the chosen terms' chunks are candidates (an array of
+    # keys, so the planner cannot pick a nested loop of one probe per candidate and term on a wrong row estimate)
+    candidates = (
+        ""
+        if len(chosen) == len(idf)
+        else "AND p.key = ANY(ARRAY(SELECT DISTINCT q.key FROM knowledge_postings q "
+        "WHERE q.index_id = %(index)s AND q.lexeme = ANY(%(chosen)s::text[])))"
+    )
+    scored = conn.execute(
+        f"""
+        SELECT p.key, sum((%(idf)s::float8[])[array_position(%(lexemes)s::text[], p.lexeme)] * (p.tf * (%(k1)s + 1))
+                          / (p.tf + %(k1)s * (1 - %(b)s + %(b)s * p.lex_len / %(avgdl)s))) AS score
+        FROM knowledge_postings p
+        WHERE p.index_id = %(index)s AND p.lexeme = ANY(%(lexemes)s::text[]) {candidates}
+        GROUP BY p.key ORDER BY score DESC, p.key LIMIT %(limit)s
         """,
         {
             "index": index_id,
             "lexemes": list(idf),
             "idf": list(idf.values()),
-            "query": " | ".join(lexeme_literal(lexeme) for lexeme in chosen),
+            "chosen": chosen,
             "avgdl": max(total / max(n, 1), 1.0),
             "k1": BM25_K1,
             "b": BM25_B,
             "limit": k,
         },
     ).fetchall()
-    return [ScoredKey(int(key), float(score)) for key, score in rows]
+    return [ScoredKey(int(key), float(score)) for key, score in scored]
 
 
 def _candidate_terms(by_rarity: list[str], frequencies: dict[str, int], n: int) -> list[str]:
     """In a large index, the chunks holding the query's rarest terms are the candidates: a chunk that holds only
     terms found in 5%+ of all chunks scores too little to matter, and rare terms are taken rarest first only while
-    the chunks they hold stay within `CANDIDATE_ROWS` (every candidate's tsvector is read: a long question with
-    nine 3-5% terms read 14,000 rows, 170 ms, and made the p95 tail). A query of common words only: its two rarest
-    words pick the candidates."""
+    the chunks they hold stay within `CANDIDATE_ROWS` (every candidate is scored over every query term: a long
+    question with nine 3-5% terms had 14,000 candidates, 170 ms when each candidate's tsvector was read, and made the
+    p95 tail). A query of common words only: its two rarest words pick the candidates."""
     rare = [lexeme for lexeme in by_rarity if frequencies[lexeme] <= RARE_SHARE * n]
     if not rare:
         return by_rarity[:2]

@@ -13,7 +13,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from ..errors import KnowledgeError
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 BUILDING_LOCK = 7411  # (this, index id): held by the process building a not-yet-live index
 _MIGRATION_LOCK = 0x4B4E4F57  # advisory lock key held while the schema is created or migrated
 
@@ -87,11 +87,26 @@ DROP TABLE knowledge_vectors;
 ALTER TABLE knowledge_vectors_v3 RENAME TO knowledge_vectors;
 ALTER INDEX knowledge_vectors_v3_pkey RENAME TO knowledge_vectors_pkey;
 """
+# Version 4: BM25 reads postings, one row per (index, lexeme, chunk) in a b-tree, instead of every candidate's
+# tsvector through a GIN index. Under row-level security PostgreSQL uses an index only for leakproof operators: `=`
+# on text and bigint is, `tsvector @@ tsquery` is not, so a team role's lexical search read every row of its index
+# (docs/benchmarks.md §9). A posting belongs to its index, and a role sees the postings of the indexes it may see.
+_SCHEMA_V4 = """
+CREATE TABLE knowledge_postings (
+    index_id bigint NOT NULL REFERENCES knowledge_indexes (id) ON DELETE CASCADE,
+    lexeme text NOT NULL, key bigint NOT NULL, tf real NOT NULL, lex_len integer NOT NULL,
+    PRIMARY KEY (index_id, lexeme, key) INCLUDE (tf, lex_len));
+INSERT INTO knowledge_postings (index_id, lexeme, key, tf, lex_len)
+    SELECT c.index_id, u.lexeme, c.key, coalesce(array_length(u.positions, 1), 1), c.lex_len
+    FROM knowledge_chunks c, unnest(c.lex) AS u ORDER BY 1, 2, 3;
+DROP INDEX knowledge_chunks_lex;
+"""
+_INDEX_POLICY = "EXISTS (SELECT 1 FROM knowledge_indexes i WHERE i.id = {table}.index_id)"
 KNOWN_DIMS = (384, 768)  # all-MiniLM-L6-v2, all-mpnet-base-v2
 _PROTECTED_TABLES = ("knowledge_indexes", "knowledge_chunks", "knowledge_files", "knowledge_problems")
 # What a team role may do (docs/teams.md, Access): its own repositories' rows (row-level security), never the grants,
 # the schema version or another repository's vector cache.
-MEMBER_TABLES = (*_PROTECTED_TABLES, "knowledge_terms", "knowledge_vectors")
+MEMBER_TABLES = (*_PROTECTED_TABLES, "knowledge_terms", "knowledge_vectors", "knowledge_postings")
 READ_ONLY_TABLES = ("knowledge_grants", "knowledge_schema")
 
 
@@ -200,13 +215,28 @@ def migrate(conn: Connection) -> int:
             _protect(conn, "knowledge_vectors")
             for dims in KNOWN_DIMS:
                 conn.execute(_hnsw_sql(dims))
+        if version < 4:
+            conn.execute(_SCHEMA_V4)
+            _protect(conn, "knowledge_postings", _INDEX_POLICY, "knowledge_by_index")
+        for role in _member_roles(conn):  # a table made by a migration is theirs too, as `teams setup` gave them
+            _grant_member_tables(conn, role)
         conn.execute("INSERT INTO knowledge_schema (version) VALUES (%s)", (SCHEMA_VERSION,))
     return SCHEMA_VERSION
 
 
-def _protect(conn: Connection, table: str) -> None:
+def _protect(conn: Connection, table: str, policy: str = _ACCESS_POLICY, name: str = "knowledge_by_repository") -> None:
     conn.execute(f"ALTER TABLE {table} ENABLE ROW LEVEL SECURITY")
-    conn.execute(f"CREATE POLICY knowledge_by_repository ON {table} USING ({_ACCESS_POLICY.format(table=table)})")
+    conn.execute(f"CREATE POLICY {name} ON {table} USING ({policy.format(table=table)})")
+
+
+def _member_roles(conn: Connection) -> list[str]:
+    """The roles `allow_member_role` gave a team member's rights to (they may write chunks; the owner aside)."""
+    rows = conn.execute(
+        "SELECT DISTINCT r.rolname FROM pg_class c, aclexplode(c.relacl) AS a JOIN pg_roles r ON r.oid = a.grantee "
+        "WHERE c.oid = 'knowledge_chunks'::regclass AND a.privilege_type = 'INSERT' AND a.grantee <> c.relowner "
+        "ORDER BY 1"
+    ).fetchall()
+    return [str(row[0]) for row in rows]
 
 
 def grant(conn: Connection, repository: str, role: str) -> None:
@@ -230,20 +260,22 @@ def grants(conn: Connection, repository: str) -> list[str]:
 
 def allow_member_role(conn: Connection, role: str) -> None:
     """Give `role` (and so every role that is a member of it) what a team member needs, and nothing more."""
+    with conn.transaction():
+        _grant_member_tables(conn, role)
+
+
+def _grant_member_tables(conn: Connection, role: str) -> None:
     from psycopg import sql
 
     name = sql.Identifier(role)
-    with conn.transaction():
-        for table in MEMBER_TABLES:
-            conn.execute(
-                sql.SQL("GRANT SELECT, INSERT, UPDATE, DELETE ON {} TO {}").format(sql.Identifier(table), name)
-            )
-        for table in READ_ONLY_TABLES:
-            conn.execute(sql.SQL("REVOKE ALL ON {} FROM {}").format(sql.Identifier(table), name))
-            conn.execute(sql.SQL("GRANT SELECT ON {} TO {}").format(sql.Identifier(table), name))
-        conn.execute(
-            sql.SQL("GRANT USAGE ON SEQUENCE knowledge_indexes_id_seq, knowledge_chunks_key_seq TO {}").format(name)
-        )
+    for table in MEMBER_TABLES:
+        conn.execute(sql.SQL("GRANT SELECT, INSERT, UPDATE, DELETE ON {} TO {}").format(sql.Identifier(table), name))
+    for table in READ_ONLY_TABLES:
+        conn.execute(sql.SQL("REVOKE ALL ON {} FROM {}").format(sql.Identifier(table), name))
+        conn.execute(sql.SQL("GRANT SELECT ON {} TO {}").format(sql.Identifier(table), name))
+    conn.execute(
+        sql.SQL("GRANT USAGE ON SEQUENCE knowledge_indexes_id_seq, knowledge_chunks_key_seq TO {}").format(name)
+    )
 
 
 def _hnsw_sql(dims: int) -> str:

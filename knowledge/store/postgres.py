@@ -5,7 +5,8 @@ Many repositories, branches and kinds live in one database; an index is the live
 state before or after it. Vectors go to the chunk rows (pgvector HNSW, cosine) and to `knowledge_vectors`, a cache
 keyed by (index fingerprint, content hash) that every clone and branch shares: a chunk some member embedded is never
 embedded again. The lexical index is a tsvector of the same terms the local engine indexes (Porter-stemmed, like
-SQLite's FTS5 `porter` tokenizer), ranked with the same BM25 formula.
+SQLite's FTS5 `porter` tokenizer) and its postings, one b-tree row per (index, lexeme, chunk), ranked with the same
+BM25 formula.
 
 The schema, roles and index rows are in `pg_schema`, the stemming in `pg_lexemes`, the ranking SQL in `pg_queries`.
 psycopg 3 and pgvector are the optional `postgres` extra; they are imported only when this engine is used.
@@ -282,6 +283,12 @@ class PostgresStore:
                     "WHERE t.index_id = %s AND t.lexeme = gone.lexeme",
                     (self.index_id, paths, self.index_id),
                 )
+                conn.execute(
+                    "DELETE FROM knowledge_postings p USING knowledge_chunks c, unnest(tsvector_to_array(c.lex)) "
+                    "AS u(lexeme) WHERE c.index_id = %s AND c.path = ANY(%s) "
+                    "AND p.index_id = c.index_id AND p.lexeme = u.lexeme AND p.key = c.key",
+                    (self.index_id, paths),
+                )
                 for table in ("knowledge_chunks", "knowledge_files", "knowledge_problems"):
                     conn.execute(f"DELETE FROM {table} WHERE index_id = %s AND path = ANY(%s)", (self.index_id, paths))
             rows = []
@@ -324,6 +331,12 @@ class PostgresStore:
                     "GROUP BY u.lexeme ON CONFLICT (index_id, lexeme) "
                     "DO UPDATE SET df = knowledge_terms.df + excluded.df",
                     (self.index_id, repository, self.index_id, before),
+                )
+                conn.execute(
+                    "INSERT INTO knowledge_postings (index_id, lexeme, key, tf, lex_len) "
+                    "SELECT c.index_id, u.lexeme, c.key, coalesce(array_length(u.positions, 1), 1), c.lex_len "
+                    "FROM knowledge_chunks c, unnest(c.lex) AS u WHERE c.index_id = %s AND c.key > %s",
+                    (self.index_id, before),
                 )
                 # what any clone or branch already embedded with this model: no model call needed
                 conn.execute(
