@@ -375,3 +375,16 @@ def test_a_large_index_draws_lexical_candidates_from_the_rarest_terms_within_a_r
     assert pg_queries._candidate_terms(["block"], {"block": 4_900}, 100_000) == ["block"]
     common = {"the": 90_000, "of": 80_000, "and": 85_000}
     assert pg_queries._candidate_terms(sorted(common, key=common.__getitem__), common, 100_000) == ["of", "and"]
+
+
+def test_chunks_of_the_same_text_tie_exactly_and_follow_their_keys(git_repo, tmp_path, monkeypatch, postgres_url):
+    from knowledge.lexical import terms
+
+    body = "Cytosolic proteins bind iron responsive elements; uptake of iron by cells, mRNA coding and decay."
+    commit(git_repo, {f"docs/copy{i:02d}.md": f"---\ndescription: copy\n---\n# Copy\n{body}\n" for i in range(40)})
+    kb = member_kb(git_repo, tmp_path / "home", monkeypatch, postgres_url, HashingEmbedder())
+    kb.reindex_all()
+    hits = kb.index("docs").store.lexical_search(terms("iron uptake cells bind decay coding proteins mRNA"), 100)
+    assert len(hits) == 40
+    assert len({hit.score for hit in hits}) == 1  # bit-identical, whatever order the terms were read in
+    assert [hit.key for hit in hits] == sorted(hit.key for hit in hits)

@@ -84,7 +84,9 @@ def bm25(conn: Connection, index_id: int, stems: Sequence[str], k: int) -> list[
     by_rarity = sorted(frequencies, key=lambda lexeme: frequencies[lexeme])
     chosen = _candidate_terms(by_rarity, frequencies, n) if n >= PRUNE_FROM_CHUNKS else by_rarity
     # every query term counts towards a candidate's score; only the chosen terms' chunks are candidates (an array of
-    # keys, so the planner cannot pick a nested loop of one probe per candidate and term on a wrong row estimate)
+    # keys, so the planner cannot pick a nested loop of one probe per candidate and term on a wrong row estimate).
+    # Terms are summed in one order, so chunks of the same text tie exactly and their order is by key: summed in scan
+    # order they differed in the last bit, and 19% of a top 10 at 100k chunks changed with the candidate budget.
     candidates = (
         ""
         if len(chosen) == len(idf)
@@ -94,7 +96,7 @@ def bm25(conn: Connection, index_id: int, stems: Sequence[str], k: int) -> list[
     scored = conn.execute(
         f"""
         SELECT p.key, sum((%(idf)s::float8[])[array_position(%(lexemes)s::text[], p.lexeme)] * (p.tf * (%(k1)s + 1))
-                          / (p.tf + %(k1)s * (1 - %(b)s + %(b)s * p.lex_len / %(avgdl)s))) AS score
+                          / (p.tf + %(k1)s * (1 - %(b)s + %(b)s * p.lex_len / %(avgdl)s)) ORDER BY p.lexeme) AS score
         FROM knowledge_postings p
         WHERE p.index_id = %(index)s AND p.lexeme = ANY(%(lexemes)s::text[]) {candidates}
         GROUP BY p.key ORDER BY score DESC, p.key LIMIT %(limit)s
