@@ -74,11 +74,16 @@ def terms(text: str) -> list[str]:
     out: list[str] = []
     for match in _WORD.finditer(text):
         token = match.group()
-        parts = [word.lower() for piece in _SEPARATORS.split(token) for word in _CAMEL.findall(piece)]
+        parts = name_words(token)
         if len(parts) > 1:
             out.append(_SEPARATORS.sub("_", token.lower()).strip("_"))
         out.extend(part for part in parts if part not in STOPWORDS)
     return out
+
+
+def name_words(name: str) -> list[str]:
+    """An identifier's words, lower-cased: `appendChildren` gives `append children`, `get_json` `get json`."""
+    return [word.lower() for piece in _SEPARATORS.split(name) for word in _CAMEL.findall(piece)]
 
 
 def identifiers(text: str) -> set[str]:
