@@ -112,21 +112,23 @@ class Indexer:
         progressive = not self.engine.exists(kind)
         store = self.engine.create(kind, self.manifest())
         paths = candidate_paths(self.root, self.settings, kind)
-        batches = chunk_batches(self.root, self.settings, kind, paths, commit, self._counter, self._on_progress)
-        if not progressive:
-            chunked = Chunked.merged(batches)
-            self._apply(store, frozenset(), chunked, commit)
-            store.publish()
-            return store, self._report(store, chunked, 0, started)
-        chunked = Chunked()
-        for number, batch in enumerate(batches):
-            chunked.extend(batch)
+        tally = Chunked()  # what the report needs; each batch's chunks are let go once stored
+        chunks = 0
+        for number, batch in enumerate(
+            chunk_batches(self.root, self.settings, kind, paths, commit, self._counter, self._on_progress)
+        ):
             self._apply(store, frozenset(), batch, None, set_commit=False)
-            if number == 0:
+            chunks += len(batch.chunks)
+            tally.extend(
+                Chunked(
+                    files=batch.files, skipped=batch.skipped, warnings=batch.warnings, undescribed=batch.undescribed
+                )
+            )
+            if progressive and number == 0:
                 store.publish()
         store.set_commit(commit)
         store.publish()
-        return store, self._report(store, chunked, 0, started)
+        return store, self._report(store, tally, 0, started, chunks=chunks)
 
     def update(self, index: KindIndex, targets: Iterable[str], commit: str | None) -> IndexReport:
         """Re-chunk exactly `targets` (changed, added or deleted paths) and move the commit; no model needed."""
@@ -179,15 +181,22 @@ class Indexer:
         )
 
     def _report(
-        self, store: ChunkStore, chunked: Chunked, removed: int, started: float, write: bool = True
+        self,
+        store: ChunkStore,
+        chunked: Chunked,
+        removed: int,
+        started: float,
+        write: bool = True,
+        chunks: int | None = None,
     ) -> IndexReport:
         coverage = store.coverage()
         pending = coverage.chunks - coverage.embedded
+        total = len(chunked.chunks) if chunks is None else chunks
         return IndexReport(
             files_indexed=len(chunked.files),
-            chunks_total=len(chunked.chunks),
+            chunks_total=total,
             chunks_embedded=0,
-            chunks_reused=len(chunked.chunks) - min(pending, len(chunked.chunks)) if write else 0,
+            chunks_reused=total - min(pending, total) if write else 0,
             files_removed=removed,
             skipped=tuple(chunked.skipped),
             warnings=tuple(chunked.warnings),

@@ -241,3 +241,35 @@ def test_kb_answers_alike_on_both_engines(git_repo, postgres_url, monkeypatch):
         answers.append([(h.id, round(h.score, 4)) for h in response.results])
         assert kb.status().chunks == 4  # two doc sections, two functions
     assert answers[0] == answers[1]
+
+
+def test_vectors_written_in_many_batches_read_back_in_place(engine, monkeypatch):
+    """The local delta is read a page at a time into one matrix (local_vectors.DELTA_PAGE): every vector lands in its
+    own row across pages, reads between writes and writes from another connection, and survives compaction."""
+    import knowledge.store.local_vectors as local_vectors
+
+    monkeypatch.setattr(local_vectors, "DELTA_PAGE", 3)
+    chunks = [make_chunk(f"d{n}.md", n, f"section {n}") for n in range(20)]
+    vectors = {c.id: unit(100 + n) for n, c in enumerate(chunks)}
+    store = build(engine, chunks)
+    by_id = {c.id: k for k, c in store.all_chunks().items()}
+    other = engine.open("docs")  # a second connection: its commits reach the first through its refresh
+    done: set[str] = set()
+    for start, writer in ((0, store), (7, other), (5, store), (14, other)):  # the third overlaps: those are ignored
+        part = chunks[start : start + 7]
+        assert writer.add_vectors({by_id[c.id]: vectors[c.id] for c in part}) == len({c.id for c in part} - done)
+        done |= {c.id for c in part}
+        assert store.dense_search(vectors[part[0].id], 1)[0].key == by_id[part[0].id]  # a read between writes
+    for c in chunks:
+        hit = store.dense_search(vectors[c.id], 1)[0]
+        assert (hit.key, round(hit.score, 4)) == (by_id[c.id], 1.0)
+    got = store.vectors(list(by_id.values()))
+    for c in chunks:
+        np.testing.assert_allclose(got[by_id[c.id]], vectors[c.id], atol=1e-6)
+    store.compact(force=True)
+    reopened = engine.open("docs")
+    got = reopened.vectors(list(by_id.values()))
+    assert len(got) == 20
+    for c in chunks:
+        np.testing.assert_allclose(got[by_id[c.id]], vectors[c.id], atol=1e-2)  # the snapshot stores f16
+        assert reopened.dense_search(vectors[c.id], 1)[0].key == by_id[c.id]

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 
 # Fold the delta into the snapshot once it holds this many vectors, or a quarter of the snapshot if that is more.
 COMPACT_MIN = 4096
+DELTA_PAGE = 8192  # delta rows read, and vectors added to a graph, at a time
 
 
 class LocalVectors:
@@ -70,16 +71,34 @@ class LocalVectors:
             self._delta_keys, self._delta_rows = [], {}
             self._delta_matrix = np.zeros((0, self.dims), dtype=np.float32)
             self._tombstones = {key for (key,) in db.execute("SELECT key FROM tombstones")}
-        rows = db.execute(
-            "SELECT seq, key, vector FROM delta WHERE seq > ? ORDER BY seq", (self._delta_seq,)
-        ).fetchall()
-        if rows:
-            fresh = np.frombuffer(b"".join(blob for _, _, blob in rows), dtype=np.float32).reshape(len(rows), -1)
-            for offset, (_, key, _) in enumerate(rows):
-                self._delta_rows[int(key)] = len(self._delta_keys) + offset
-            self._delta_keys.extend(int(key) for _, key, _ in rows)
-            self._delta_matrix = np.concatenate([self._deltas(), fresh])
-            self._delta_seq = rows[-1][0]
+        self._read_delta(db)
+
+    def _read_delta(self, db: sqlite3.Connection) -> None:
+        """Append the delta rows committed since the last read: one matrix filled a page at a time, so a build's
+        100k new vectors cost their own size once, not four copies of it."""
+        import numpy as np
+
+        count, last = db.execute("SELECT count(*), max(seq) FROM delta WHERE seq > ?", (self._delta_seq,)).fetchone()
+        if not count:
+            return
+        held = len(self._delta_keys)
+        matrix = np.empty((held + count, self.dims), dtype=np.float32)
+        matrix[:held] = self._deltas()
+        keys: list[int] = []
+        cursor = db.execute(
+            "SELECT key, vector FROM delta WHERE seq > ? AND seq <= ? ORDER BY seq", (self._delta_seq, last)
+        )
+        while page := cursor.fetchmany(DELTA_PAGE):
+            row = held + len(keys)
+            matrix[row : row + len(page)] = np.frombuffer(b"".join(blob for _, blob in page), dtype=np.float32).reshape(
+                len(page), self.dims
+            )
+            keys.extend(int(key) for key, _ in page)
+        for offset, key in enumerate(keys):
+            self._delta_rows[key] = held + offset
+        self._delta_keys.extend(keys)
+        self._delta_matrix = matrix[: held + len(keys)]
+        self._delta_seq = last
 
     def search(self, db: sqlite3.Connection, vector: npt.NDArray[np.float32], k: int) -> list[ScoredKey]:
         import numpy as np
@@ -129,7 +148,7 @@ class LocalVectors:
         if changes == 0 or (not force and changes < max(COMPACT_MIN, base // 4)):
             return False
         delta_keys = list(self._delta_keys)
-        delta_matrix = self._deltas().copy()
+        delta_matrix = self._deltas()  # replaced, never written in place, by a later read
         tombstones = sorted(self._tombstones)
         if self._snapshot is not None and len(tombstones) <= base // 4:
             index = self._snapshot.writable_copy()
@@ -144,12 +163,13 @@ class LocalVectors:
                     for (key,) in db.execute("SELECT key FROM chunks WHERE in_snapshot = 1 ORDER BY key")
                     if key not in self._delta_rows
                 ]
-                for start in range(0, len(live), 8192):
-                    part = live[start : start + 8192]
+                for start in range(0, len(live), DELTA_PAGE):
+                    part = live[start : start + DELTA_PAGE]
                     index.add(np.array(part, dtype=np.uint64), self._snapshot.get(part))
-        fresh = [i for i, key in enumerate(delta_keys) if not index.contains(key)]
-        if fresh:
-            index.add(np.array([delta_keys[i] for i in fresh], dtype=np.uint64), delta_matrix[fresh])
+        fresh = np.array([i for i, key in enumerate(delta_keys) if not index.contains(key)], dtype=np.int64)
+        for start in range(0, len(fresh), DELTA_PAGE):
+            rows = fresh[start : start + DELTA_PAGE]
+            index.add(np.array([delta_keys[i] for i in rows], dtype=np.uint64), delta_matrix[rows])
         identity = write_snapshot(self.snapshot_path, index, self._snapshot_identity)
         with Transaction(db):
             db.executemany("UPDATE chunks SET in_snapshot = 1 WHERE key = ?", [(k,) for k in delta_keys])
