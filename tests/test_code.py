@@ -478,13 +478,3 @@ def test_a_cpp_destructor_is_no_part_of_a_split_entity():
     assert group_key("src/a.cc#Buffer::~Buffer") == "src/a.cc#Buffer::~Buffer"
     assert group_key("src/a.cc#Buffer::~Buffer~2") == "src/a.cc#Buffer::~Buffer"
     assert group_key("src/a.py#run-2~3") == "src/a.py#run-2"
-
-
-def test_the_model_reads_an_entitys_name_and_its_class_as_words():
-    text = "class Element {\n    void appendChildren(List<Node> nodes) {\n        add(nodes);\n    }\n}\n"
-    chunks = {c.symbol: c for c in chunked("Element.java", text, max_tokens=384).chunks}
-    header = chunks["appendChildren"].embed_text.partition("\n")[0]
-    assert header == "Element.java (java) method appendChildren in Element: append children of element"
-    assert chunks["appendChildren"].content.startswith("    void appendChildren(")  # the text itself is untouched
-    python = {c.symbol: c for c in chunked("io.py", "def get_json(url):\n    return url\n", max_tokens=384).chunks}
-    assert python["get_json"].embed_text.startswith("io.py (python) function get_json: get json\n")
