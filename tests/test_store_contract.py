@@ -273,3 +273,33 @@ def test_vectors_written_in_many_batches_read_back_in_place(engine, monkeypatch)
     for c in chunks:
         np.testing.assert_allclose(got[by_id[c.id]], vectors[c.id], atol=1e-2)  # the snapshot stores f16
         assert reopened.dense_search(vectors[c.id], 1)[0].key == by_id[c.id]
+
+
+def test_compaction_after_many_and_few_removals_keeps_exactly_the_live_vectors(engine):
+    """Both ways a compaction builds its graph (a fresh one when many snapshot vectors were removed, else a copy of
+    the snapshot), the delta's vectors streamed into it from the database: every live vector finds itself, no
+    removed one is found."""
+    chunks = [make_chunk(f"d{n}.md", n, f"section {n}") for n in range(20)]
+    vectors = {c.id: unit(200 + n) for n, c in enumerate(chunks)}
+    store = build(engine, chunks, vectors=vectors)
+    store.compact(force=True)
+    live = dict(vectors)
+    for removed, added in ((range(0, 10), range(20, 25)), (range(10, 11), range(25, 26))):
+        new = [make_chunk(f"d{n}.md", n, f"section {n}") for n in added]
+        live |= {c.id: unit(200 + n) for n, c in zip(added, new, strict=True)}
+        for n in removed:
+            live.pop(f"d{n}.md#{n}")
+        store.apply(
+            Change(
+                remove_paths=frozenset(f"d{n}.md" for n in removed),
+                chunks=[NewChunk(c, live[c.id]) for c in new],
+            )
+        )
+        store.compact(force=True)
+        reopened = engine.open("docs")
+        by_id = {c.id: k for k, c in reopened.all_chunks().items()}
+        assert set(by_id) == set(live)
+        for chunk_id, vector in live.items():
+            hit = reopened.dense_search(vector, 1)[0]
+            assert (hit.key, round(hit.score, 3)) == (by_id[chunk_id], 1.0)
+        assert len(reopened.dense_search(unit(0), 100)) == len(live)

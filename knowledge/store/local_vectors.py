@@ -59,12 +59,7 @@ class LocalVectors:
         if version == self._data_version:
             return
         self._data_version = version
-        identity = SnapshotIdentity.from_json(json.loads(read_meta(db, "snapshot") or "null"))
-        if identity != self._snapshot_identity:
-            self._snapshot = (
-                Snapshot.open(self.snapshot_path, identity, self.dims) if identity and identity.count else None
-            )
-            self._snapshot_identity = identity
+        self._open_snapshot(db)
         epoch = read_meta(db, "delta_epoch") or ""
         if epoch != self._delta_epoch:
             self._delta_epoch, self._delta_seq = epoch, 0
@@ -72,6 +67,14 @@ class LocalVectors:
             self._delta_matrix = np.zeros((0, self.dims), dtype=np.float32)
             self._tombstones = {key for (key,) in db.execute("SELECT key FROM tombstones")}
         self._read_delta(db)
+
+    def _open_snapshot(self, db: sqlite3.Connection) -> None:
+        identity = SnapshotIdentity.from_json(json.loads(read_meta(db, "snapshot") or "null"))
+        if identity != self._snapshot_identity:
+            self._snapshot = (
+                Snapshot.open(self.snapshot_path, identity, self.dims) if identity and identity.count else None
+            )
+            self._snapshot_identity = identity
 
     def _read_delta(self, db: sqlite3.Connection) -> None:
         """Append the delta rows committed since the last read: one matrix filled a page at a time, so a build's
@@ -139,17 +142,19 @@ class LocalVectors:
         return out
 
     def compact(self, db: sqlite3.Connection, force: bool = False) -> bool:
-        """Fold the delta and tombstones into a new snapshot once they are big enough (or `force`)."""
+        """Fold the delta and tombstones into a new snapshot once they are big enough (or `force`). The delta's
+        vectors go from SQLite to the graph a page at a time: a build's 100k new vectors are never one matrix."""
         import numpy as np
 
-        self.refresh(db)
+        self._open_snapshot(db)
         base = len(self._snapshot) if self._snapshot is not None else 0
-        changes = len(self._delta_keys) + len(self._tombstones)
+        tombstones = [key for (key,) in db.execute("SELECT key FROM tombstones ORDER BY key")]
+        delta = db.execute("SELECT seq, key FROM delta ORDER BY seq").fetchall()
+        delta_keys = [key for _, key in delta]
+        changes = len(delta_keys) + len(tombstones)
         if changes == 0 or (not force and changes < max(COMPACT_MIN, base // 4)):
             return False
-        delta_keys = list(self._delta_keys)
-        delta_matrix = self._deltas()  # replaced, never written in place, by a later read
-        tombstones = sorted(self._tombstones)
+        last_seq = delta[-1][0] if delta else 0
         if self._snapshot is not None and len(tombstones) <= base // 4:
             index = self._snapshot.writable_copy()
             present = [key for key in tombstones if index.contains(key)]
@@ -158,22 +163,25 @@ class LocalVectors:
         else:  # many removals: a fresh graph from the live vectors beats a graph full of holes
             index = new_index(self.dims)
             if self._snapshot is not None:
+                in_delta = set(delta_keys)
                 live = [
                     key
                     for (key,) in db.execute("SELECT key FROM chunks WHERE in_snapshot = 1 ORDER BY key")
-                    if key not in self._delta_rows
+                    if key not in in_delta
                 ]
                 for start in range(0, len(live), DELTA_PAGE):
                     part = live[start : start + DELTA_PAGE]
                     index.add(np.array(part, dtype=np.uint64), self._snapshot.get(part))
-        fresh = np.array([i for i, key in enumerate(delta_keys) if not index.contains(key)], dtype=np.int64)
-        for start in range(0, len(fresh), DELTA_PAGE):
-            rows = fresh[start : start + DELTA_PAGE]
-            index.add(np.array([delta_keys[i] for i in rows], dtype=np.uint64), delta_matrix[rows])
+        cursor = db.execute("SELECT key, vector FROM delta WHERE seq <= ? ORDER BY seq", (last_seq,))
+        while page := cursor.fetchmany(DELTA_PAGE):
+            fresh = [(int(key), blob) for key, blob in page if not index.contains(int(key))]
+            if fresh:
+                vectors = np.frombuffer(b"".join(blob for _, blob in fresh), dtype=np.float32)
+                index.add(np.array([key for key, _ in fresh], dtype=np.uint64), vectors.reshape(len(fresh), self.dims))
         identity = write_snapshot(self.snapshot_path, index, self._snapshot_identity)
         with Transaction(db):
             db.executemany("UPDATE chunks SET in_snapshot = 1 WHERE key = ?", [(k,) for k in delta_keys])
-            db.execute("DELETE FROM delta WHERE seq <= ?", (self._delta_seq,))
+            db.execute("DELETE FROM delta WHERE seq <= ?", (last_seq,))
             db.executemany("DELETE FROM tombstones WHERE key = ?", [(k,) for k in tombstones])
             db.execute("INSERT OR REPLACE INTO meta VALUES ('snapshot', ?)", (json.dumps(identity.to_json()),))
             db.execute("INSERT OR REPLACE INTO meta VALUES ('delta_epoch', ?)", (f"{time.time_ns()}",))
