@@ -15,6 +15,7 @@ from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
+from .embedding.models import VARIANTS
 from .errors import ConfigError
 from .fs import atomic_write, user_cache_dir, user_config_dir
 
@@ -217,8 +218,8 @@ def _coerce(name: str, value: Any, origin: str) -> Any:  # noqa: ANN401 - valida
         if name == "home":
             return Path(str(value)).expanduser()
         if name == "model_variant":
-            if value not in {"fp32", "int8"}:
-                raise fail(f"{value!r} is not one of fp32, int8")
+            if value not in VARIANTS:
+                raise fail(f"{value!r} is not one of {', '.join(VARIANTS)}")
             return str(value)
         if name == "model":
             return str(value)

@@ -38,6 +38,15 @@ def test_code_exclude_adds_to_the_generated_and_vendored_defaults(tmp_path):
     assert "**/node_modules/**" in settings.code_exclude
 
 
+def test_model_variant_is_one_of_the_built_kinds(tmp_path):
+    (tmp_path / "knowledge.toml").write_text('model_variant = "int8-dynamic"\n')
+    settings, _ = load_settings(tmp_path, {}, {})
+    assert settings.model_variant == "int8-dynamic"
+    (tmp_path / "knowledge.toml").write_text('model_variant = "int4"\n')
+    with pytest.raises(ConfigError, match=r"knowledge\.toml: .*'int4' is not one of fp32, int8, int8-dynamic"):
+        load_settings(tmp_path, {}, {})
+
+
 def test_variant_default_follows_an_existing_index_then_the_model(tmp_path):
     import json
 

@@ -106,3 +106,18 @@ def test_int8_builds_and_stays_close_to_the_reference(model_home):
     embedder = load_embedder("all-MiniLM-L6-v2", model_home, "int8")
     vectors = embedder.embed_documents(reference_texts())
     assert np.sum(vectors * reference_vectors(MODELS["all-MiniLM-L6-v2"]), axis=1).min() >= 0.98
+
+
+def test_int8_dynamic_quantizes_activations_except_the_ffn_down_projection(model_home):
+    import onnx
+
+    spec = MODELS["all-MiniLM-L6-v2"]
+    embedder = load_embedder(spec.name, model_home, "int8-dynamic")
+    vectors = embedder.embed_documents(reference_texts())
+    assert np.sum(vectors * reference_vectors(spec), axis=1).min() >= 0.96
+    built = build_model(model_home, spec, "int8-dynamic")  # cached: the same verified build
+    ops = [node.op_type for node in onnx.load(str(built.path / "model.onnx")).graph.node]
+    layers = 6
+    assert ops.count("MatMulNBits") == layers  # the FFN down-projection of each layer, block-wise
+    integer = ("MatMulInteger", "MatMulIntegerToFloat", "DynamicQuantizeMatMul")  # as onnxruntime fuses them
+    assert sum(ops.count(op) for op in integer) == 5 * layers  # q, k, v, o, FFN up

@@ -21,15 +21,14 @@ import numpy as np
 
 from ..errors import ModelUnavailableError, ModelVerificationError
 from ..fs import atomic_write, file_lock
-from .models import MAX_INT8_LOSS, ModelSpec
+from .models import MAX_INT8_LOSS, VARIANTS, ModelSpec
 
 if TYPE_CHECKING:
     from .onnx_embedder import OnnxEmbedder
 
 # Bump when export.py changes the graph it writes: old builds are then rebuilt, never reused.
 EXPORTER_VERSION = 1
-VARIANTS = ("fp32", "int8")
-MIN_REFERENCE_COSINE = {"fp32": 0.999, "int8": 0.98}
+MIN_REFERENCE_COSINE = {"fp32": 0.999, "int8": 0.98, "int8-dynamic": 0.96}
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,8 +75,11 @@ def installed_model(home: Path, spec: ModelSpec, variant: str) -> InstalledModel
     return _read_installed(model_dir(home, spec, variant), spec, variant)
 
 
-def _quantize(model_path: Path) -> None:
-    # 8-bit block-wise weight-only MatMulNBits on every weight MatMul: plain dynamic int8 breaks mpnet (MODELS.md).
+def _quantize(model_path: Path, dynamic: bool = False) -> None:
+    """8-bit block-wise weight-only MatMulNBits on every weight MatMul; with `dynamic`, every weight MatMul but the
+    FFN down-projection first gets dynamic per-channel int8 (weights and activations: MatMulInteger, the fast kernel),
+    and only the down-projection, whose input is the GELU output with its outliers, stays block-wise (MODELS.md:
+    dynamic int8 there is what breaks mpnet)."""
     import onnx
 
     try:
@@ -92,6 +94,15 @@ def _quantize(model_path: Path) -> None:
 
     # Its INFO lines (one per MatMul, hundreds) say nothing a user can act on.
     logging.getLogger("onnxruntime.quantization.matmul_nbits_quantizer").setLevel(logging.WARNING)
+    if dynamic:
+        # the quantizer's import sets the root logger to INFO (basicConfig): one line per tensor otherwise
+        root = logging.getLogger()
+        level = root.level
+        root.setLevel(logging.ERROR)
+        try:
+            _quantize_dynamic_except_down(model_path)
+        finally:
+            root.setLevel(level)
     quantizer = MatMulNBitsQuantizer(
         onnx.load(str(model_path)),
         bits=8,
@@ -102,6 +113,32 @@ def _quantize(model_path: Path) -> None:
     )
     quantizer.process()
     onnx.save(quantizer.model.model, str(model_path))
+
+
+def _quantize_dynamic_except_down(model_path: Path) -> None:
+    import onnx
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    model = onnx.load(str(model_path))
+    for node in model.graph.node:  # the quantizer picks nodes by name; the exporter leaves them unnamed
+        node.name = node.name or node.output[0]
+    weight_inputs = ("q_w", "k_w", "v_w", "o_w", "ffn_in_w")
+    chosen = [n.name for n in model.graph.node if n.op_type == "MatMul" and n.input[1].startswith(weight_inputs)]
+    if not chosen:
+        raise ModelUnavailableError(f"{model_path}: no weight MatMul named {', '.join(weight_inputs)} to quantize")
+    onnx.save(model, str(model_path))
+    del model
+    staged = model_path.with_name("dynamic.onnx")
+    quantize_dynamic(
+        str(model_path),
+        str(staged),
+        per_channel=True,
+        weight_type=QuantType.QInt8,
+        op_types_to_quantize=["MatMul"],
+        nodes_to_quantize=chosen,
+        extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT},
+    )
+    staged.replace(model_path)
 
 
 def verify(path: Path, spec: ModelSpec, preoptimized: bool = False) -> float:
@@ -159,7 +196,7 @@ def build_model(
 
     if variant not in VARIANTS:
         raise ModelUnavailableError(f"unknown model variant {variant!r}; choose one of {', '.join(VARIANTS)}")
-    if variant == "int8" and (spec.int8_scifact_delta is None or spec.int8_scifact_delta < -MAX_INT8_LOSS):
+    if variant.startswith("int8") and (spec.int8_scifact_delta is None or spec.int8_scifact_delta < -MAX_INT8_LOSS):
         raise ModelUnavailableError(
             f"model {spec.name}: no int8 variant, its measured retrieval quality is not within {MAX_INT8_LOSS} "
             "nDCG@10 of fp32 (docs/benchmarks.md)"
@@ -180,9 +217,9 @@ def build_model(
             onnx.save(graph, str(scratch / "model.onnx"))
             del graph
             (scratch / "tokenizer.json").write_text(weights.tokenizer_json, encoding="utf-8")
-            if variant == "int8":
-                step("quantizing weights to 8-bit blocks")
-                _quantize(scratch / "model.onnx")
+            if variant in {"int8", "int8-dynamic"}:
+                step("quantizing weights to 8-bit")
+                _quantize(scratch / "model.onnx", dynamic=variant == "int8-dynamic")
             step("optimizing the graph for fast loading")
             preoptimized = _preoptimize(scratch, spec, variant)
             step("verifying against reference vectors")
