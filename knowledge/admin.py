@@ -13,14 +13,13 @@ from typing import TYPE_CHECKING
 
 from . import agent_config
 from .agent_config import CLIENTS, SCOPES, Change
-from .config import Settings, load_settings
+from .config import MODEL_VARIANTS, Settings, load_settings
 from .embedding import MODELS, model_spec
-from .embedding.models import VARIANTS
 from .errors import KnowledgeError
 from .fs import private_dir
 from .git import repo_root
 
-__all__ = ["CLIENTS", "SCOPES", "Change"]
+__all__ = ["CLIENTS", "MODEL_VARIANTS", "SCOPES", "Change"]
 
 if TYPE_CHECKING:
     from .hooks import HookState as HookState
@@ -105,7 +104,7 @@ def model_lines(root: Path, overrides: Overrides) -> list[str]:
     settings = settings_of(root, overrides)
     lines = []
     for spec in MODELS.values():
-        built = [v for v in VARIANTS if installed_model(settings.home, spec, v)]
+        built = [v for v in MODEL_VARIANTS if installed_model(settings.home, spec, v)]
         weights = "weights installed" if weights_installed(spec) else f"weights missing ({spec.pip_hint})"
         lines.append(f"{spec.name}  {spec.dims} dims  {weights}  built: {', '.join(built) or 'no'}")
     return lines

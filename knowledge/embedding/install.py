@@ -19,9 +19,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..config import MODEL_VARIANTS
 from ..errors import ModelUnavailableError, ModelVerificationError
 from ..fs import atomic_write, file_lock
-from .models import MAX_INT8_LOSS, VARIANTS, ModelSpec
+from .models import MAX_INT8_LOSS, ModelSpec
 
 if TYPE_CHECKING:
     from .onnx_embedder import OnnxEmbedder
@@ -194,8 +195,8 @@ def build_model(
     from .export import build_onnx
     from .weights import read_weights
 
-    if variant not in VARIANTS:
-        raise ModelUnavailableError(f"unknown model variant {variant!r}; choose one of {', '.join(VARIANTS)}")
+    if variant not in MODEL_VARIANTS:
+        raise ModelUnavailableError(f"unknown model variant {variant!r}; choose one of {', '.join(MODEL_VARIANTS)}")
     if variant.startswith("int8") and (spec.int8_scifact_delta is None or spec.int8_scifact_delta < -MAX_INT8_LOSS):
         raise ModelUnavailableError(
             f"model {spec.name}: no int8 variant, its measured retrieval quality is not within {MAX_INT8_LOSS} "

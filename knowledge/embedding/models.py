@@ -6,10 +6,6 @@ from dataclasses import dataclass
 
 DEFAULT_MODEL = "all-mpnet-base-v2"
 MAX_INT8_LOSS = 0.005
-# fp32: the exported graph as is. int8: 8-bit block-wise weights on every MatMul. int8-dynamic: dynamic per-channel
-# int8 (weights and activations) on every MatMul but the FFN down-projection, which stays block-wise: ~1.4x int8's
-# throughput at a larger distance from fp32 (docs/benchmarks.md §0).
-VARIANTS = ("fp32", "int8", "int8-dynamic")
 
 
 @dataclass(frozen=True, slots=True)
