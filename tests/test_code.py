@@ -478,3 +478,17 @@ def test_a_cpp_destructor_is_no_part_of_a_split_entity():
     assert group_key("src/a.cc#Buffer::~Buffer") == "src/a.cc#Buffer::~Buffer"
     assert group_key("src/a.cc#Buffer::~Buffer~2") == "src/a.cc#Buffer::~Buffer"
     assert group_key("src/a.py#run-2~3") == "src/a.py#run-2"
+
+
+def test_the_model_reads_names_as_words_only_where_the_tokenizer_cannot_see_them():
+    text = "class Element {\n    void appendChildren(List<Node> nodes) {\n        add(nodes);\n    }\n}\n"
+    chunks = {c.symbol: c for c in chunked("Element.java", text, max_tokens=384).chunks}
+    header = chunks["appendChildren"].embed_text.partition("\n")[0]
+    assert header == "Element.java (java) method appendChildren in Element: append children of element"
+    assert chunks["appendChildren"].content.startswith("    void appendChildren(")  # the text itself is untouched
+    snake = {c.symbol: c for c in chunked("io.py", "def get_json(url):\n    return url\n", max_tokens=384).chunks}
+    assert snake["get_json"].embed_text.startswith("io.py (python) function get_json\n")  # its words show already
+    method = "class HTTPResponse:\n    def json(self):\n        return self.body\n"
+    chunks = {c.symbol: c for c in chunked("models.py", method, max_tokens=384).chunks}
+    header = chunks["json"].embed_text.partition("\n")[0]
+    assert header == "models.py (python) method json in HTTPResponse: json of http response"

@@ -10,16 +10,18 @@ windows sized in model tokens.
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
+from ..lexical import name_words
 from ..records import Chunk, FileProblem, SourceFile
 from .entities import Entity, declared_names, find_entities, first_error_line, flatten
 from .ids import unique_chunk_id
 from .languages import CONTAINERS, language_of, parser
 
-CODE_CHUNKER_VERSION = 20  # 20: the header line as written again (19 spelled names as words: §4c)
+CODE_CHUNKER_VERSION = 21  # 21: names as words only where they hide their word breaks (19: always; 20: never)
 OVERLAP_LINES = 2
 # The model reads a code chunk's header line and its leading lines within this many tokens (signature, doc comment,
 # first statements); the chunk's range, text and lexical terms stay whole. Fewer tokens for the transformer, so the
@@ -34,6 +36,22 @@ LINE_NUMBERS_IN_EMBEDDING = False
 class ParsedCode:
     chunks: list[Chunk]
     problems: list[FileProblem]
+
+
+_HIDDEN_WORD_BREAK = re.compile(r"[a-z0-9][A-Z]|[A-Z][A-Z][a-z]")
+
+
+def _spelled(name: str, parent: str) -> str:
+    """The end of an entity's header line: its name and its class's as words, when one of them joins words without
+    a separator (`appendChildren`, `FromRequest`): the model's sub-word tokens do not break there, and the words are
+    what a question uses. A snake_case name already shows its words; spelling it again only re-weights the text."""
+    if not _HIDDEN_WORD_BREAK.search(name) and not _HIDDEN_WORD_BREAK.search(parent):
+        return "\n"
+    words = name_words(name)
+    if not words:
+        return "\n"
+    words += ["of", *name_words(parent)] if parent else []
+    return f": {' '.join(words)}\n"
 
 
 def _numbered(lines: list[str], start: int) -> str:
@@ -112,7 +130,8 @@ def chunk_code(source: SourceFile, max_tokens: int, count_tokens: Callable[[str]
     def emit(entity: Entity | None, start: int, end: int, kind: str, owner: str = "") -> None:
         name = entity.name if entity else ""
         parent = entity.parent if entity else owner
-        header = f"{source.path} ({language}) {kind} {name}" + (f" in {parent}" if parent else "") + "\n"
+        header = f"{source.path} ({language}) {kind} {name}" + (f" in {parent}" if parent else "")
+        header += _spelled(name, parent)
         budget = max(32, max_tokens - count_tokens(header) - 2)
         windows = _line_windows(start, end, lines, budget, count_tokens)
         qualified = f"{parent}.{name}" if parent and name else name
