@@ -238,6 +238,7 @@ def main() -> None:
     )
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
+    from million import seed_cache as seed_streamed
     from seconds import big_docs_repo, seed_cache
 
     from knowledge.kb import KnowledgeBase
@@ -251,7 +252,8 @@ def main() -> None:
     url = server.url()
     try:
         repo = big_docs_repo(work / "big", args.files, args.sections)
-        seed_cache(repo, home)
+        # past a few hundred thousand chunks the vectors are seeded in batches (float64 at once does not fit)
+        (seed_streamed if args.files * args.sections > 200_000 else seed_cache)(repo, home)
         queries = list(load(SHARED / "scifact").queries.values())[:100]
         os.environ["KNOWLEDGE_STORE"] = url
         kb = KnowledgeBase.open(repo, {"home": str(home)})
