@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING
 
 from . import agent_config
 from .agent_config import CLIENTS, SCOPES, Change
-from .config import MODEL_VARIANTS, Settings, load_settings
+from .config import MODEL_VARIANTS, Settings, load_settings, redact_url
 from .embedding import MODELS, model_spec
 from .errors import KnowledgeError
-from .fs import private_dir
+from .fs import INDEX_DIR_NAME, gated_path, make_dirs, open_append, write_file
 from .git import repo_root
 
 __all__ = ["CLIENTS", "MODEL_VARIANTS", "SCOPES", "Change"]
@@ -34,10 +34,29 @@ def repository_root(path: Path) -> Path:
 
 
 def log_folder(root: Path) -> Path:
-    """`.knowledge/logs` of `root`, created private (owner only) if missing."""
-    folder = root / ".knowledge" / "logs"
-    private_dir(folder)
-    return folder
+    """`.knowledge/logs` of `root`, created private (owner only) if missing, never through a symlink."""
+    return make_dirs(root, root / INDEX_DIR_NAME / "logs")
+
+
+def write_log(root: Path, name: str, text: str) -> Path:
+    """Replace `.knowledge/logs/NAME` (0600, never through a symlink); returns its path."""
+    return write_file(root, log_folder(root) / name, text)
+
+
+def open_log(root: Path, name: str) -> int:
+    """A descriptor appending to `.knowledge/logs/NAME` (0600, never through a symlink)."""
+    return open_append(root, log_folder(root) / name)
+
+
+def read_generated(root: Path, name: str) -> str | None:
+    """A file knowledge generates at the repository root (llms.txt), as the write gate would reach it; None if none."""
+    target = gated_path(root, root / name, follow_final=True)
+    return target.read_text(encoding="utf-8") if target.is_file() else None
+
+
+def write_generated(root: Path, name: str, text: str) -> Path:
+    """Write a generated file at the repository root through the write gate (readable by all, as a committed file)."""
+    return write_file(root, root / name, text, mode=0o644, follow_final=True)
 
 
 def settings_of(root: Path, overrides: Overrides) -> Settings:
@@ -58,6 +77,8 @@ def resolved_settings(root: Path, overrides: Overrides) -> list[tuple[str, objec
     out = []
     for name in settings.__dataclass_fields__:
         value, source = getattr(settings, name), sources[name]
+        if name == "store":
+            value = redact_url(value)
         if source == "default" and name in resolved:
             value, source = resolved[name]
         out.append((name, value, source))

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import difflib
 import json
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from .config_edit import json_member_set, only_empty_containers, toml_table_set
 from .errors import KnowledgeError
+from .fs import gated_path, remove_file, write_file
 
 SERVER_NAME = "knowledge"
 SCOPES = ("project", "user")
@@ -110,9 +110,11 @@ CLIENTS = {
 
 @dataclass(frozen=True, slots=True)
 class Change:
-    path: Path
+    path: Path  # the file itself: a symlink's target, once the write gate allowed it
     before: str | None  # None: the file does not exist yet
     after: str | None  # None: the file is to be removed (it held nothing but our entry)
+    within: Path  # the folder the write must stay in: the repository, or the home folder for `--scope user`
+    mode: int = 0o644  # a new file's mode: a repository's config is shared, a user's own is private
 
     @property
     def changed(self) -> bool:
@@ -146,8 +148,9 @@ def plan(
         relative = client.project_file if scope == "project" else client.user_file
         if relative is None:
             raise KnowledgeError(f"{client.title} has no {scope}-scope config file")
-        path = (root if scope == "project" else home) / relative
-        before = path.read_text(encoding="utf-8") if path.is_file() else None
+        within = root if scope == "project" else home
+        path = gated_path(within, within / relative, follow_final=True)
+        before = _read(path)
         if path.suffix == ".toml":
             after = toml_table_set(before or "", f"mcp_servers.{SERVER_NAME}", None if remove else _codex(command))
         else:
@@ -160,26 +163,38 @@ def plan(
             after = json_member_set(before, path, [*client.container, SERVER_NAME], entry)
             if remove and after is not None and only_empty_containers(after):
                 after = None  # the file held nothing but our entry: uninstall leaves no trace
-        changes.append(Change(path, before, after))
+        changes.append(Change(path, before, after, within, 0o644 if scope == "project" else 0o600))
     if scope == "project":
+        seen: set[Path] = set()
         for document in dict.fromkeys(["AGENTS.md", *(CLIENTS[n].instructions for n in clients)]):
-            path = root / document
-            before = path.read_text(encoding="utf-8") if path.is_file() else None
-            changes.append(Change(path, before, _instructions(before, remove)))
+            path = gated_path(root, root / document, follow_final=True)
+            if path in seen:  # CLAUDE.md -> AGENTS.md: one file, one section
+                continue
+            seen.add(path)
+            before = _read(path)
+            changes.append(Change(path, before, _instructions(before, remove), root))
     return [change for change in changes if change.changed]
 
 
+def _read(path: Path) -> str | None:
+    if not path.exists():
+        return None
+    if not path.is_file():
+        raise KnowledgeError(f"{path}: not a regular file; knowledge edits only files")
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise KnowledgeError(f"{path}: unreadable ({exc}); fix it or pass --dry-run") from None
+
+
 def apply(changes: list[Change]) -> None:
+    """Write each change through the write gate: inside its folder, a symlink followed only to a file of ours there,
+    by a scratch file made with mkstemp beside it and `os.replace`."""
     for change in changes:
         if change.after is None:
-            change.path.unlink(missing_ok=True)
-            continue
-        change.path.parent.mkdir(parents=True, exist_ok=True)
-        scratch = change.path.with_name(f".{change.path.name}.knowledge-tmp")
-        scratch.write_text(change.after, encoding="utf-8")
-        if change.path.exists():
-            os.chmod(scratch, change.path.stat().st_mode & 0o7777)
-        scratch.replace(change.path)
+            remove_file(change.within, change.path)
+        else:
+            write_file(change.within, change.path, change.after, mode=change.mode, follow_final=True)
 
 
 def server_command(on_path: str | None, interpreter: str) -> list[str]:

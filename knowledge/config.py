@@ -284,9 +284,11 @@ def _store_url(value: str, origin: str, fail: Any) -> str:  # noqa: ANN401 - fai
         return "local"
     if not value.startswith(("postgresql://", "postgres://")):
         raise fail(f"{value!r} is neither local nor a postgresql:// URL")
-    from urllib.parse import urlsplit
+    from urllib.parse import parse_qsl, urlsplit
 
-    if urlsplit(value).password is not None and not origin.startswith("environment"):
+    parts = urlsplit(value)
+    in_query = any(key.lower() == "password" for key, _ in parse_qsl(parts.query, keep_blank_values=True))
+    if (parts.password is not None or in_query) and not origin.startswith("environment"):
         raise fail("a password does not belong in a file or on a command line: use PGPASSWORD or ~/.pgpass")
     return value
 
@@ -324,13 +326,34 @@ def load_settings(
     for key, value in (overrides or {}).items():
         if value is not None:
             values[key], sources[key] = _coerce(key, value, f"option --{key.replace('_', '-')}"), "option"
-    if sources["store"] == CONFIG_FILE and values["store"] != "local" and trusted_store(root) != values["store"]:
+    settings = replace(Settings(), **values)
+    chosen = _store_choice(settings)
+    by_file = CONFIG_FILE in (sources["store"], sources["store_repository"])
+    if by_file and settings.store != "local" and trusted_store(root) != chosen:
         raise ConfigError(
-            f"{root / CONFIG_FILE}: store = {values['store']!r} would send this repository's text to that database, "
-            "and a file in the repository cannot decide that alone: run `knowledge teams trust` once in this clone "
-            "to allow it, or set KNOWLEDGE_STORE"
+            f"{root / CONFIG_FILE}: store = {redact_url(settings.store)!r}"
+            + (f", store_repository = {settings.store_repository!r}" if settings.store_repository else "")
+            + " would send this repository's text to that database (and index), and a file in the repository cannot "
+            "decide that alone: run `knowledge teams trust` once in this clone to allow it, or set KNOWLEDGE_STORE"
         )
-    return replace(Settings(), **values), sources
+    return settings, sources
+
+
+def _store_choice(settings: Settings) -> str:
+    """What `teams trust` allows: the store and the repository name in it, together."""
+    return settings.store + (f"#repository={settings.store_repository}" if settings.store_repository else "")
+
+
+def redact_url(url: str) -> str:
+    """`url` without a password, in its user part or its query, for messages."""
+    from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    netloc = parts.netloc.rsplit("@", 1)
+    if len(netloc) == 2 and ":" in netloc[0]:
+        netloc[0] = netloc[0].split(":", 1)[0]
+    query = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if k.lower() != "password"]
+    return urlunsplit((parts.scheme, "@".join(netloc), parts.path, urlencode(query), parts.fragment))
 
 
 def _trust_file() -> Path:
@@ -352,10 +375,11 @@ def trusted_store(root: Path) -> str | None:
 
 def trust_store(root: Path) -> str:
     """Allow the store URL that `root`'s knowledge.toml names (user-level, this clone only); returns it."""
-    value = _read_file(root).get("store", "local")
+    written = _read_file(root)
+    value = written.get("store", "local")
     if value == "local":
         raise ConfigError(f"{root / CONFIG_FILE}: names no shared store, nothing to trust")
     trusted = _trusted()
-    trusted[str(root.resolve())] = value
+    trusted[str(root.resolve())] = _store_choice(replace(Settings(), **written))
     atomic_write(_trust_file(), json.dumps(trusted, indent=2, sort_keys=True) + "\n")
     return str(value)

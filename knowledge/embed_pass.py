@@ -5,18 +5,17 @@ each batch is committed (and cached), so an interrupted run resumes where it sto
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from .fs import is_locked, private_dir
+from .fs import is_locked, open_append, try_lock
 from .indexer import ProgressCallback
 from .records import Progress
 from .store import ChunkStore, EmbedProgress, embed_lock_path, index_dir
@@ -36,25 +35,6 @@ class DocumentEmbedder(Protocol):
     def embed_documents(
         self, texts: list[str], on_batch: Callable[[int], None] | None = None
     ) -> npt.NDArray[np.float32]: ...
-
-
-@contextlib.contextmanager
-def try_lock(path: Path) -> Iterator[bool]:
-    """A non-blocking exclusive flock: yields whether it was taken."""
-    private_dir(path.parent)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            yield False
-            return
-        try:
-            yield True
-        finally:
-            fcntl.flock(fd, fcntl.LOCK_UN)
-    finally:
-        os.close(fd)
 
 
 @dataclass(slots=True)
@@ -222,8 +202,7 @@ def embed_in_background(root: Path, model: str, variant: str) -> bool:
     if is_locked(embed_lock_path(root)):
         return False
     log = index_dir(root) / "logs" / "embed.log"
-    log.parent.mkdir(parents=True, exist_ok=True)
-    with log.open("ab") as out:
+    with os.fdopen(open_append(root, log), "ab") as out:
         subprocess.Popen(
             [sys.executable, "-m", "knowledge", "-C", str(root), "--model", model, "--variant", variant, "embed", "-q"],
             stdin=subprocess.DEVNULL,

@@ -11,6 +11,7 @@ KnowledgeError                 base: one-line, user-facing message
 ├── PathOutsideRepositoryError a requested path escapes the repository root
 ├── GitError                   a git command failed (the command and git's own first line)
 ├── StorageError               `.knowledge/` cannot be written: read-only, permission, disk full
+├── WriteRefusedError          a write would leave its root or go through a symlink (the write gate)
 └── SourceFileError            one file unreadable/unparseable: recorded, never aborts a run
 """
 
@@ -58,4 +59,8 @@ class SourceFileError(KnowledgeError):
 
 
 class StorageError(KnowledgeError):
+    pass
+
+
+class WriteRefusedError(KnowledgeError):
     pass

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from . import git
 from .errors import KnowledgeError
+from .fs import private_dir, write_file
 
 HOOK_NAMES = ("post-commit", "post-merge", "post-checkout", "post-rewrite")
 MARKER = "# knowledge-managed-hook"
@@ -42,8 +43,14 @@ fi
             exit 0
         fi
     fi
+    umask 077
+    # Nothing through a committed link, nothing into a tracked .knowledge (`knowledge status` says how to fix it)
+    [ -L "$top/.knowledge" ] && exit 0
+    [ -z "$(git -C "$top" ls-files -- .knowledge 2>/dev/null | head -n 1)" ] || exit 0
     mkdir -p "$top/.knowledge/logs" || exit 0
-    [ -f "$top/.knowledge/.gitignore" ] || printf '*\\n' > "$top/.knowledge/.gitignore"
+    [ -L "$top/.knowledge/logs" ] || [ -L "$top/.knowledge/logs/hook.log" ] && exit 0
+    ignore="$top/.knowledge/.gitignore"
+    [ -e "$ignore" ] || [ -L "$ignore" ] || printf '*\\n' > "$ignore"
     cd "$top" || exit 0
     unset GIT_DIR GIT_WORK_TREE GIT_INDEX_FILE GIT_PREFIX
     # Detached: even finding Python and importing knowledge takes longer than a commit should wait.
@@ -105,7 +112,7 @@ def _require_repo(root: Path) -> Path:
 def install(root: Path, python: str | None = None) -> list[HookState]:
     """Write our hooks, moving any foreign hook aside as NAME.legacy (it keeps running first)."""
     folder = hooks_dir(_require_repo(root))
-    folder.mkdir(parents=True, exist_ok=True)
+    private_dir(folder)
     text = render_hook(python)
     for name in HOOK_NAMES:
         path = folder / name
@@ -114,10 +121,7 @@ def install(root: Path, python: str | None = None) -> list[HookState]:
             if legacy.exists():
                 raise KnowledgeError(f"{path}: both a foreign hook and {legacy.name} exist; merge them by hand first")
             os.replace(path, legacy)
-        tmp = folder / f".{name}.knowledge.tmp"
-        tmp.write_text(text, encoding="utf-8")
-        tmp.chmod(0o755)
-        os.replace(tmp, path)
+        write_file(folder, path, text, mode=0o700)
     return status(root)
 
 

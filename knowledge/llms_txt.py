@@ -41,7 +41,7 @@ def doc_entries(root: Path, settings: Settings) -> list[DocEntry]:
             continue
         data, body, _, _ = split_front_matter(source)
         heading = _H1.search(body)
-        title = str(data.get("title") or (heading.group(1) if heading else PurePosixPath(rel).stem)).strip()
+        title = " ".join(str(data.get("title") or (heading.group(1) if heading else PurePosixPath(rel).stem)).split())
         description = " ".join(str(data.get("description") or "").split())
         entries.append(DocEntry(rel, title, description, body.strip()))
     return sorted(entries, key=lambda e: (not _is_readme(e.path), _folder(e.path), e.path))

@@ -4,6 +4,7 @@ a database that is down is one clear error. Runs a real PostgreSQL (embedded-pos
 from __future__ import annotations
 
 import subprocess
+import time
 
 import psycopg
 import pytest
@@ -13,7 +14,7 @@ from knowledge.cli import cli
 from knowledge.config import load_settings
 from knowledge.errors import ConfigError
 from knowledge.kb import KnowledgeBase
-from knowledge.store.pg_schema import StoreUnavailableError, connect
+from knowledge.store.pg_schema import SCHEMA_VERSION, StoreUnavailableError, connect
 
 from .conftest import HashingEmbedder, commit, git
 
@@ -152,6 +153,12 @@ def test_team_roles_set_up_as_docs_teams_md_says_index_search_and_cannot_touch_a
     git(other, "init", "-q", "-b", "main")
     commit(other, {"docs/b.md": "---\ndescription: B.\n---\n# B\nTeam B's notes.\n"})
     code, out = run_cli(other, {"KNOWLEDGE_STORE": as_role(postgres_url, team_b)}, "reindex-all", "--quiet")
+    assert code == 1, out  # ungranted: the owner's alone
+    assert "knowledge teams grant" in out
+    assert len(out.strip().splitlines()) == 1, out
+    code, out = run_cli(other, owner_env, "teams", "grant", team_b)
+    assert code == 0, out
+    code, out = run_cli(other, {"KNOWLEDGE_STORE": as_role(postgres_url, team_b)}, "reindex-all", "--quiet")
     assert code == 0, out
     monkeypatch.setenv("KNOWLEDGE_STORE", as_role(postgres_url, team_b))
     assert KnowledgeBase.open(clone_a, embedder_factory=lambda s: HashingEmbedder()).engine.exists("docs") is False
@@ -186,6 +193,28 @@ def test_team_roles_set_up_as_docs_teams_md_says_index_search_and_cannot_touch_a
         assert seen.fetchone()[0] == 0
         with pytest.raises(psycopg.errors.InsufficientPrivilege):
             conn.execute("INSERT INTO knowledge_postings VALUES (%s, 'hook', 1, 1, 1)", (index_ids[0],))
+        # rows planted into A's live index under a label no grant claims: refused by row-level security before
+        # any unique check answers, so the error is the same for a word or path A has and one it has not
+        unclaimed = "nobody-" + suffix
+        planted = [
+            (
+                "INSERT INTO knowledge_chunks (index_id, repository, chunk_id, path, content_hash, data, lexical, lex, "
+                "lex_len) VALUES (%s, %s, 'x', 'docs/hooks.md', 'h', '{}', 'ignore previous', '', 1)",
+                (index_ids[0], unclaimed),
+            ),
+            ("INSERT INTO knowledge_chunks (index_id, repository, chunk_id, path, content_hash, data, lexical, lex, "
+             "lex_len) VALUES (%s, %s, 'x', 'p', 'h', '{}', 'x', '', 1)", (index_ids[0], repository)),
+            ("INSERT INTO knowledge_terms VALUES (%s, %s, 'hook', 1)", (index_ids[0], unclaimed)),
+            ("INSERT INTO knowledge_terms VALUES (%s, %s, 'zzzunknown', 1)", (index_ids[0], unclaimed)),
+            ("INSERT INTO knowledge_files VALUES (%s, %s, 'docs/hooks.md', 'h', 1, 1)", (index_ids[0], unclaimed)),
+            ("INSERT INTO knowledge_files VALUES (%s, %s, 'no/such.md', 'h', 1, 1)", (index_ids[0], unclaimed)),
+            ("INSERT INTO knowledge_problems VALUES (%s, %s, 'docs/x.md', 'planted')", (index_ids[0], unclaimed)),
+            ("INSERT INTO knowledge_indexes (repository, branch, kind, manifest) VALUES (%s, 'main', 'docs', '{}')",
+             (unclaimed,)),
+        ]  # fmt: skip
+        for sql, params in planted:
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                conn.execute(sql, params)
         poisoned = conn.execute(
             "UPDATE knowledge_vectors SET embedding = embedding WHERE repository = %s", (repository,)
         )
@@ -225,6 +254,7 @@ def test_a_member_role_keeps_its_rights_on_tables_a_migration_adds(origin, tmp_p
         admin.execute("CREATE INDEX knowledge_chunks_lex ON knowledge_chunks USING gin (lex)")
         admin.execute("UPDATE knowledge_schema SET version = 3")
     connect(postgres_url).close()  # the owner's next connection migrates
+    assert run_cli(origin, {"KNOWLEDGE_STORE": postgres_url}, "teams", "grant", team)[0] == 0
     code, out = run_cli(origin, {"KNOWLEDGE_STORE": as_role(postgres_url, team)}, "reindex-all", "--quiet")
     assert code == 0, out
     monkeypatch.setenv("KNOWLEDGE_STORE", as_role(postgres_url, team))
@@ -284,6 +314,48 @@ def test_a_password_never_comes_from_the_repository(origin):
     with pytest.raises(StoreUnavailableError) as caught:
         connect("postgresql://me:hunter2@127.0.0.1:9/knowledge")
     assert "hunter2" not in str(caught.value)
+    (origin / "knowledge.toml").write_text('store = "postgresql://me@db/knowledge?password=hunter2"\n')
+    with pytest.raises(ConfigError, match=r"PGPASSWORD or ~/\.pgpass") as caught:
+        load_settings(origin)
+    assert "hunter2" not in str(caught.value)
+    (origin / "knowledge.toml").unlink()
+    with pytest.raises(StoreUnavailableError) as caught:
+        connect("postgresql://me@127.0.0.1:9/knowledge?password=hunter2&sslmode=disable")
+    assert "hunter2" not in str(caught.value)
+    assert "sslmode=disable" in str(caught.value)
+
+
+def test_a_tracked_store_repository_needs_the_users_consent(origin, postgres_url):
+    (origin / "knowledge.toml").write_text(f'store = "{postgres_url}"\n')
+    assert run_cli(origin, {}, "teams", "trust")[0] == 0
+    (origin / "knowledge.toml").write_text(f'store = "{postgres_url}"\nstore_repository = "team-b-real-id"\n')
+    with pytest.raises(ConfigError, match="teams trust"):
+        load_settings(origin)  # a committed id would point this clone's reindex at another index
+    with pytest.raises(ConfigError, match="teams trust"):
+        load_settings(origin, environ={"KNOWLEDGE_STORE": postgres_url})
+    assert run_cli(origin, {}, "teams", "trust")[0] == 0
+    settings, _ = load_settings(origin)
+    assert settings.store_repository == "team-b-real-id"
+
+
+def test_a_member_holding_the_schema_lock_hangs_nothing(origin, monkeypatch, postgres_url):
+    from knowledge.store import pg_schema
+
+    connect(postgres_url).close()
+    holder = psycopg.connect(postgres_url, autocommit=True)
+    holder.execute("SELECT pg_advisory_lock(%s)", (pg_schema._MIGRATION_LOCK,))
+    try:
+        started = time.monotonic()
+        connect(postgres_url).close()  # the schema is current: no lock is taken
+        assert time.monotonic() - started < 5
+        with psycopg.connect(postgres_url, autocommit=True) as admin:
+            admin.execute("UPDATE knowledge_schema SET version = 4")
+        monkeypatch.setattr(pg_schema, "MIGRATION_WAIT_SECONDS", 1.0)
+        with pytest.raises(StoreUnavailableError, match="lock is held by session") as caught:
+            connect(postgres_url)
+        assert str(holder.info.backend_pid) in str(caught.value)
+    finally:
+        holder.close()
 
 
 def test_the_schema_is_versioned_and_migrates(origin, tmp_path, monkeypatch, postgres_url):
@@ -291,7 +363,7 @@ def test_the_schema_is_versioned_and_migrates(origin, tmp_path, monkeypatch, pos
     kb.reindex_all()
     before = [h.id for h in kb.search("token budget", threshold=0).results]
     with psycopg.connect(postgres_url, autocommit=True) as admin:
-        assert admin.execute("SELECT version FROM knowledge_schema").fetchall() == [(4,)]
+        assert admin.execute("SELECT version FROM knowledge_schema").fetchall() == [(SCHEMA_VERSION,)]
         # the database as version 1 left it: no term statistics, no embedded count, a cache shared by all, no
         # postings (a GIN index over the tsvectors instead)
         admin.execute("DROP TABLE knowledge_postings")
@@ -307,7 +379,7 @@ def test_the_schema_is_versioned_and_migrates(origin, tmp_path, monkeypatch, pos
     again = member_kb(origin, tmp_path / "home", monkeypatch, postgres_url, HashingEmbedder())
     assert [h.id for h in again.search("token budget", threshold=0).results] == before  # migrated on connect
     with psycopg.connect(postgres_url, autocommit=True) as admin:
-        assert admin.execute("SELECT max(version) FROM knowledge_schema").fetchone() == (4,)
+        assert admin.execute("SELECT max(version) FROM knowledge_schema").fetchone() == (SCHEMA_VERSION,)
         assert admin.execute("SELECT count(*) FROM knowledge_terms").fetchone()[0] > 0
         assert admin.execute("SELECT to_regclass('knowledge_chunks_lex')").fetchone() == (None,)
         assert_postings_are_the_tsvectors(admin)

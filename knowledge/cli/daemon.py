@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -47,8 +48,7 @@ def daemon_start_command(ctx: click.Context, idle_timeout: int, wait_seconds: in
     if daemon_call(ctx, "status") is not None:
         click.echo(f"daemon already running for {root}", err=True)
         return
-    log = admin.log_folder(root) / "daemon.log"
-    with log.open("ab") as out:
+    with os.fdopen(admin.open_log(root, "daemon.log"), "ab") as out:
         subprocess.Popen(
             [sys.executable, "-m", "knowledge", "-C", str(root), "daemon", "run", "--idle-timeout", str(idle_timeout)],
             stdin=subprocess.DEVNULL,
@@ -63,7 +63,9 @@ def daemon_start_command(ctx: click.Context, idle_timeout: int, wait_seconds: in
             return
         time.sleep(0.2)
     if wait_seconds:
-        raise click.ClickException(f"the daemon did not answer within {wait_seconds}s; see {log}")
+        raise click.ClickException(
+            f"the daemon did not answer within {wait_seconds}s; see {admin.log_folder(root) / 'daemon.log'}"
+        )
 
 
 @daemon_group.command("run")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from .. import admin
 from ..render import (
     drift_to_dict,
     drift_to_github,
@@ -98,14 +99,12 @@ def llms_txt_command(ctx: click.Context, full: bool, budget: int, check: bool, t
         return
     stale = []
     for name, text in files.items():
-        target = kb.root / name
-        current = target.read_text(encoding="utf-8") if target.is_file() else None
-        if current == text:
+        if admin.read_generated(kb.root, name) == text:
             continue
         if check:
             stale.append(name)
         else:
-            target.write_text(text, encoding="utf-8")
+            admin.write_generated(kb.root, name, text)
             click.echo(f"wrote {name}", err=True)
     if stale:
         click.echo(f"{', '.join(stale)}: out of date with the docs' front matter; run `knowledge llms-txt`", err=True)

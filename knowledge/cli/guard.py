@@ -57,9 +57,8 @@ def _log_traceback(ctx: click.Context) -> str:
     except Exception:  # no git, unreadable folder: the message still goes out
         root = Path.cwd()
     try:
-        log = admin.log_folder(root) / "last-error.log"
-        log.write_text(traceback.format_exc(), encoding="utf-8")
-    except OSError:
+        log = admin.write_log(root, "last-error.log", traceback.format_exc())
+    except (OSError, KnowledgeError):
         return ""
     return f"; details in {log}"
 

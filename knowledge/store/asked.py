@@ -4,9 +4,11 @@ append-only file under `.knowledge/`: losing it, or two writers racing on it, co
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable
 from pathlib import Path
+
+from ..errors import KnowledgeError
+from ..fs import append_file, write_file
 
 ASKED_FILE = "asked-paths"
 KEEP = 200  # paths remembered, most recent first
@@ -16,18 +18,15 @@ LIMIT_BYTES = 64 * 1024  # past this the file is rewritten with the KEEP most re
 def record_asked(index_dir: Path, paths: Iterable[str]) -> None:
     """Remember that an answer pointed at `paths` (best first)."""
     lines = "".join(f"{path}\n" for path in reversed(list(dict.fromkeys(paths))) if "\n" not in path)
-    if not lines or not index_dir.is_dir():
+    if not lines or index_dir.is_symlink() or not index_dir.is_dir():
         return
-    target = index_dir / ASKED_FILE
+    root, target = index_dir.parent, index_dir / ASKED_FILE
     try:
-        with target.open("a", encoding="utf-8") as out:
-            out.write(lines)
+        append_file(root, target, lines)
         if target.stat().st_size > LIMIT_BYTES:
-            scratch = target.with_name(f"{ASKED_FILE}.{os.getpid()}.tmp")
-            scratch.write_text("".join(f"{path}\n" for path in reversed(recently_asked(index_dir))), encoding="utf-8")
-            os.replace(scratch, target)
-    except OSError:
-        pass  # a hint: a read-only or full disk must not fail the answer
+            write_file(root, target, "".join(f"{path}\n" for path in reversed(recently_asked(index_dir))))
+    except (OSError, KnowledgeError):
+        pass  # a hint: a read-only or full disk, or a refused write, must not fail the answer
 
 
 def recently_asked(index_dir: Path) -> list[str]:

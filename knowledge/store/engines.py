@@ -9,8 +9,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from .. import git
-from ..errors import ConfigError
-from . import ChunkStore, Manifest, index_dir
+from ..errors import ConfigError, WriteRefusedError
+from ..fs import symlinked_index_message
+from . import INDEX_DIR, ChunkStore, Manifest, index_dir
 from .local import LocalStore
 from .local_files import remove_leftovers as remove_local_leftovers
 
@@ -50,8 +51,28 @@ class Engine(Protocol):
     def describe(self) -> str: ...
 
 
+def check_index_folder(root: Path) -> None:
+    """Refuse a `.knowledge` a commit could have planted: a symlink (every index file would land where it points) or
+    a folder holding files git tracks (a link among them would be written through)."""
+    folder = index_dir(root)
+    if folder.is_symlink():
+        raise WriteRefusedError(symlinked_index_message(folder))
+    if not folder.is_dir():
+        return
+    try:
+        tracked = [name for name in git.run_git(root, "ls-files", "-z", "--", INDEX_DIR).split("\0") if name]
+    except (git.GitError, OSError):
+        return  # outside git: nothing can be committed there
+    if tracked:
+        raise WriteRefusedError(
+            f"{folder}: holds files tracked by git ({tracked[0]}); an index is never committed: run "
+            f"`git rm -r --cached {INDEX_DIR}` and commit, then `knowledge reindex-all`"
+        )
+
+
 class LocalEngine:
     def __init__(self, root: Path) -> None:
+        check_index_folder(root)
         self.root = root
 
     def present(self, kind: str) -> bool:

@@ -5,22 +5,23 @@ is live for a target, and builds abandoned by a dead process."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Protocol, cast
-from urllib.parse import urlsplit, urlunsplit
 
+from ..config import redact_url
 from ..errors import KnowledgeError
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 BUILDING_LOCK = 7411  # (this, index id): held by the process building a not-yet-live index
 _MIGRATION_LOCK = 0x4B4E4F57  # advisory lock key held while the schema is created or migrated
+MIGRATION_WAIT_SECONDS = 30.0
 
 _ACCESS_POLICY = """
-    NOT EXISTS (SELECT 1 FROM knowledge_grants g WHERE g.repository = {table}.repository)
-    OR EXISTS (SELECT 1 FROM knowledge_grants g WHERE g.repository = {table}.repository
-               AND pg_has_role(current_user, g.grantee, 'MEMBER'))
+    EXISTS (SELECT 1 FROM knowledge_grants g WHERE g.repository = {table}.repository
+            AND pg_has_role(current_user, g.grantee, 'MEMBER'))
 """
 _SCHEMA_V1 = """
 CREATE TABLE knowledge_indexes (
@@ -104,6 +105,29 @@ DROP INDEX knowledge_chunks_lex;
 # `IN`, not a correlated `EXISTS`: PostgreSQL hashes the visible index ids once, where on a low row estimate it ran
 # the `EXISTS` (and the indexes' own policy under it) once per posting (6,677 times in one search at 20k chunks)
 _INDEX_POLICY = "{table}.index_id IN (SELECT i.id FROM knowledge_indexes i)"
+# Version 5: every row of an index is bound to it. Rows name their index's repository through a composite foreign
+# key, and their policy is the index's visibility, so a role cannot plant a row in an index it cannot see (refused
+# by row-level security before any unique check could answer); a repository without a grant is nobody's but the
+# owner's. Rows whose label disagreed with their index (planted) are dropped.
+_BOUND_TABLES = ("knowledge_chunks", "knowledge_files", "knowledge_problems", "knowledge_terms")
+_SCHEMA_V5 = (
+    "".join(f"ALTER TABLE {table} DROP CONSTRAINT IF EXISTS {table}_bound;\n" for table in _BOUND_TABLES)
+    + "ALTER TABLE knowledge_indexes DROP CONSTRAINT IF EXISTS knowledge_indexes_id_repository;\n"
+    + "ALTER TABLE knowledge_indexes ADD CONSTRAINT knowledge_indexes_id_repository UNIQUE (id, repository);\n"
+    + "".join(
+        f"""DELETE FROM {table} t USING knowledge_indexes i WHERE i.id = t.index_id AND i.repository <> t.repository;
+ALTER TABLE {table} ADD CONSTRAINT {table}_bound FOREIGN KEY (index_id, repository)
+    REFERENCES knowledge_indexes (id, repository) ON DELETE CASCADE;
+DROP POLICY IF EXISTS knowledge_by_repository ON {table};
+DROP POLICY IF EXISTS knowledge_by_index ON {table};
+"""
+        for table in _BOUND_TABLES
+    )
+    + "".join(
+        f"DROP POLICY IF EXISTS knowledge_by_repository ON {table};\n"
+        for table in ("knowledge_indexes", "knowledge_vectors")
+    )
+)
 KNOWN_DIMS = (384, 768)  # all-MiniLM-L6-v2, all-mpnet-base-v2
 _PROTECTED_TABLES = ("knowledge_indexes", "knowledge_chunks", "knowledge_files", "knowledge_problems")
 # What a team role may do (docs/teams.md, Access): its own repositories' rows (row-level security), never the grants,
@@ -142,15 +166,8 @@ class StoreUnavailableError(KnowledgeError):
 
 
 def redacted(url: str) -> str:
-    """The URL without its password, for messages."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    host = parts.hostname or ""
-    if parts.port:
-        host = f"{host}:{parts.port}"
-    user = f"{parts.username}@" if parts.username else ""
-    return urlunsplit((parts.scheme, f"{user}{host}", parts.path, parts.query, parts.fragment))
+    """The URL without its password (user part or query), for messages."""
+    return redact_url(url)
 
 
 def is_postgres_url(value: str) -> bool:
@@ -191,16 +208,44 @@ def connect(url: str) -> Connection:
     return conn
 
 
-def migrate(conn: Connection) -> int:
-    """Create or upgrade the schema (one transaction, under an advisory lock); returns the version now."""
-    with conn.transaction():
-        conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
-        exists = conn.execute("SELECT to_regclass('knowledge_schema') IS NOT NULL").fetchone()[0]
-        version = conn.execute("SELECT max(version) FROM knowledge_schema").fetchone()[0] if exists else 0
-        if version and version > SCHEMA_VERSION:
+def _schema_version(conn: Connection) -> int:
+    exists = conn.execute("SELECT to_regclass('knowledge_schema') IS NOT NULL").fetchone()[0]
+    version = conn.execute("SELECT max(version) FROM knowledge_schema").fetchone()[0] if exists else 0
+    if version and version > SCHEMA_VERSION:
+        raise StoreUnavailableError(
+            f"the database holds knowledge schema {version}; this knowledge knows {SCHEMA_VERSION}: upgrade it"
+        )
+    return int(version or 0)
+
+
+def _take_schema_lock(conn: Connection, wait_seconds: float | None = None) -> None:
+    """The migration's advisory lock, tried until `wait_seconds` pass; then one line naming who holds it (a member
+    holding the key must not hang every knowledge command)."""
+    wait_seconds = MIGRATION_WAIT_SECONDS if wait_seconds is None else wait_seconds
+    deadline = time.monotonic() + wait_seconds
+    while not conn.execute("SELECT pg_try_advisory_xact_lock(%s)", (_MIGRATION_LOCK,)).fetchone()[0]:
+        if time.monotonic() >= deadline:
+            holder = conn.execute(
+                "SELECT a.pid, a.usename FROM pg_locks l LEFT JOIN pg_stat_activity a ON a.pid = l.pid "
+                "WHERE l.locktype = 'advisory' AND l.granted AND l.objid = %s LIMIT 1",
+                (_MIGRATION_LOCK & 0xFFFFFFFF,),
+            ).fetchone()
+            who = f"session {holder[0]} of role {holder[1]}" if holder else "another session"
             raise StoreUnavailableError(
-                f"the database holds knowledge schema {version}; this knowledge knows {SCHEMA_VERSION}: upgrade it"
+                f"the knowledge schema's lock is held by {who} for over {wait_seconds:.0f}s; "
+                f"end it (SELECT pg_terminate_backend({holder[0] if holder else 'PID'})) or wait, then retry"
             )
+        time.sleep(0.2)
+
+
+def migrate(conn: Connection, wait_seconds: float | None = None) -> int:
+    """Create or upgrade the schema (one transaction, under an advisory lock taken only to migrate); returns the
+    version now."""
+    if _schema_version(conn) == SCHEMA_VERSION:
+        return SCHEMA_VERSION
+    with conn.transaction():
+        _take_schema_lock(conn, wait_seconds)
+        version = _schema_version(conn)
         if version == SCHEMA_VERSION:
             return version
         conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
@@ -220,6 +265,14 @@ def migrate(conn: Connection) -> int:
         if version < 4:
             conn.execute(_SCHEMA_V4)
             _protect(conn, "knowledge_postings", _INDEX_POLICY, "knowledge_by_index")
+        if version < 5:
+            conn.execute(_SCHEMA_V5)
+            for table in ("knowledge_indexes", "knowledge_vectors"):
+                conn.execute(
+                    f"CREATE POLICY knowledge_by_repository ON {table} USING ({_ACCESS_POLICY.format(table=table)})"
+                )
+            for table in _BOUND_TABLES:
+                conn.execute(f"CREATE POLICY knowledge_by_index ON {table} USING ({_INDEX_POLICY.format(table=table)})")
         for role in _member_roles(conn):  # a table made by a migration is theirs too, as `teams setup` gave them
             _grant_member_tables(conn, role)
         conn.execute("INSERT INTO knowledge_schema (version) VALUES (%s)", (SCHEMA_VERSION,))
@@ -304,7 +357,7 @@ def ensure_vector_index(conn: Connection, dims: int) -> None:
             f"one: the database owner runs `knowledge teams setup` once with this model configured"
         )
     with conn.transaction():
-        conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
+        _take_schema_lock(conn)
         conn.execute(_hnsw_sql(dims))
 
 

@@ -40,7 +40,7 @@ from . import (
 )
 from .pg_lexemes import stems, symbol_key, tsvector_text
 from .pg_queries import bm25, nearest, vector_array
-from .pg_schema import BUILDING_LOCK, Connection, IndexTarget, ensure_vector_index
+from .pg_schema import BUILDING_LOCK, Connection, IndexTarget, StoreUnavailableError, ensure_vector_index
 
 if TYPE_CHECKING:
     import numpy as np
@@ -80,6 +80,17 @@ class PostgresStore:
     def create(cls, target: IndexTarget, conn: Connection, manifest: Manifest) -> PostgresStore:
         """A new index built beside the live one (invisible to readers); `publish()` swaps it in."""
         ensure_vector_index(conn, manifest.dims)
+        granted = conn.execute(
+            "SELECT EXISTS (SELECT 1 FROM knowledge_grants WHERE repository = %s "
+            "AND pg_has_role(current_user, grantee, 'MEMBER')) OR EXISTS (SELECT 1 FROM pg_tables "
+            "WHERE tablename = 'knowledge_indexes' AND pg_has_role(current_user, tableowner, 'USAGE'))",
+            (target.repository,),
+        ).fetchone()[0]
+        if not granted:
+            raise StoreUnavailableError(
+                f"{target.describe()}: no grant gives this role the repository, and an ungranted repository is the "
+                "owner's alone: the database owner runs `knowledge teams grant ROLE` once in a clone of it"
+            )
         index_id = conn.execute(
             "INSERT INTO knowledge_indexes (repository, branch, kind, manifest) VALUES (%s, %s, %s, %s) RETURNING id",
             (target.repository, target.branch, target.kind, json.dumps(asdict(manifest))),

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import IndexCorruptError
-from ..fs import fsync_dir
+from ..fs import fsync_dir, fsync_file, scratch_file
 
 if TYPE_CHECKING:
     import numpy as np
@@ -140,12 +140,10 @@ def write_snapshot(
     recorded: SnapshotIdentity | None,
 ) -> SnapshotIdentity:
     """Save `index` beside `path` and rename it in, keeping the recorded good copy reachable as `.prev`."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp = scratch_file(path)
     try:
-        index.save(str(tmp))
-        tmp.chmod(0o600)  # usearch creates it with the umask's mode; the index is owner-only like the rest
-        with tmp.open("rb+") as handle:
-            os.fsync(handle.fileno())
+        index.save(str(tmp))  # over a private file of ours made by mkstemp: usearch writes into no planted link
+        fsync_file(tmp)
         identity = SnapshotIdentity(len(index), tmp.stat().st_size, _sha256(tmp))
         if recorded is not None and matching_file(path, recorded) == path:
             link_tmp = path.with_name(f".{path.name}.prev.{os.getpid()}.tmp")
