@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
@@ -17,6 +16,7 @@ from typing import Any
 
 from .errors import ConfigError
 from .fs import atomic_write, user_cache_dir, user_config_dir
+from .patterns import PatternError, glob, name_glob, user_regex
 
 # The built forms of a model. fp32: the exported graph as is. int8: 8-bit block-wise weights on every MatMul.
 # int8-dynamic: dynamic per-channel int8 (weights and activations) on every MatMul but the FFN down-projection, which
@@ -193,23 +193,20 @@ def _coerce(name: str, value: Any, origin: str) -> Any:  # noqa: ANN401 - valida
         if name in {"include", "exclude", "code_include", "code_exclude", "secret_files"}:
             if isinstance(value, str) or not all(isinstance(v, str) for v in value):
                 raise fail("expected a list of glob strings")
-            for glob in value:
-                if len(glob) > MAX_PATTERN_CHARS or glob.count("*") > MAX_GLOB_STARS:
-                    raise fail(f"{glob!r}: at most {MAX_PATTERN_CHARS} characters and {MAX_GLOB_STARS} stars per glob")
+            for pattern in value:
+                try:
+                    (name_glob if name == "secret_files" else glob)(pattern)
+                except PatternError as exc:
+                    raise fail(str(exc)) from None
             return tuple(value)
         if name == "secret_patterns":
             if isinstance(value, str) or not all(isinstance(v, str) for v in value):
                 raise fail("expected a list of regular expressions")
             for pattern in value:
                 try:
-                    re.compile(pattern)
-                except re.error as exc:
-                    raise fail(f"{pattern!r} is not a regular expression ({exc})") from exc
-                if len(pattern) > MAX_PATTERN_CHARS or backtracks_catastrophically(pattern):
-                    raise fail(
-                        f"{pattern!r} can take exponential time (a repeated group that itself repeats, or over "
-                        f"{MAX_PATTERN_CHARS} characters); write it without nested repetition"
-                    )
+                    user_regex(pattern)
+                except PatternError as exc:
+                    raise fail(str(exc)) from None
             return tuple(value)
         if name in {"redact_secrets", "rank_rules"}:
             if isinstance(value, bool):
@@ -234,49 +231,6 @@ def _coerce(name: str, value: Any, origin: str) -> Any:  # noqa: ANN401 - valida
     except (TypeError, ValueError) as exc:
         raise fail(f"invalid value {value!r}") from exc
     raise fail("unknown setting")
-
-
-MAX_PATTERN_CHARS = 300
-MAX_GLOB_STARS = 8  # each `*` / `**` is a backtracking point of the glob's regex
-
-
-def backtracks_catastrophically(pattern: str) -> bool:
-    """True for a pattern with a repeated group that holds another unbounded repeat (`(a+)+`, `(\\w*)*`, `(a|a)+`
-    style): the shape behind every exponential backtracking regex. Python's `re` has no timeout, so such user
-    patterns are refused before they are compiled for use."""
-    from re import _parser  # type: ignore[attr-defined]
-
-    repeats = {_parser.MAX_REPEAT, _parser.MIN_REPEAT, _parser.POSSESSIVE_REPEAT}
-    unbounded = _parser.MAXREPEAT
-
-    def walk(items: Any, inside_unbounded: bool) -> bool:  # noqa: ANN401 - sre_parse's SubPattern
-        for op, arg in items:
-            if op in repeats:
-                _low, high, sub = arg
-                if high == unbounded or high > 100:
-                    if inside_unbounded and op != _parser.POSSESSIVE_REPEAT:
-                        return True
-                    if walk(sub, True):
-                        return True
-                elif walk(sub, inside_unbounded):
-                    return True
-            elif op is _parser.SUBPATTERN:
-                if walk(arg[-1], inside_unbounded):
-                    return True
-            elif op is _parser.BRANCH:
-                if any(walk(branch, inside_unbounded) for branch in arg[1]):
-                    return True
-                if inside_unbounded and len(arg[1]) > 1 and _overlapping(arg[1]):
-                    return True
-            elif op in {_parser.ASSERT, _parser.ASSERT_NOT} and walk(arg[1], inside_unbounded):
-                return True
-        return False
-
-    def _overlapping(branches: Any) -> bool:  # noqa: ANN401 - alternatives that can match the same text
-        firsts = [str(list(branch)[:1]) for branch in branches]
-        return len(set(firsts)) < len(firsts)
-
-    return walk(_parser.parse(pattern), False)
 
 
 def _store_url(value: str, origin: str, fail: Any) -> str:  # noqa: ANN401 - fail: the caller's error factory

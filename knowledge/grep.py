@@ -12,19 +12,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from .budget import pack
-from .config import backtracks_catastrophically
 from .corpus import read_source
-from .errors import KnowledgeError
 from .kind import KindIndex
 from .path_gate import Refusal, resolve_inside
+from .patterns import UserPattern, user_regex
 from .records import Chunk, FileProblem, SearchHit, SearchResponse
-
-MAX_PATTERN_CHARS = 200
 
 
 @dataclass(frozen=True, slots=True)
 class Matcher:
-    pattern: re.Pattern[str]
+    pattern: re.Pattern[str] | UserPattern
     needle: bytes | None  # a literal every matching file holds (None for a regex: every file is read)
 
 
@@ -35,14 +32,7 @@ def matcher(query: str, mode: str) -> Matcher:
         return Matcher(re.compile(r"(?<!\w)" + re.escape(text) + r"(?!\w)"), text.encode())
     if mode == "substring":
         return Matcher(re.compile(re.escape(text)), text.encode())
-    if len(text) > MAX_PATTERN_CHARS:
-        raise KnowledgeError(f"regex: {len(text)} characters; at most {MAX_PATTERN_CHARS}")
-    try:
-        if backtracks_catastrophically(text):
-            raise KnowledgeError(f"regex {text!r}: a repeat inside a repeat can take exponential time; rewrite it")
-        return Matcher(re.compile(text), None)
-    except re.error as exc:
-        raise KnowledgeError(f"regex {text!r}: {exc}") from None
+    return Matcher(user_regex(text), None)  # RE2: linear in the text, whatever the pattern
 
 
 def occurrences(

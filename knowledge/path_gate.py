@@ -8,13 +8,14 @@ serving readers also ask git whether the path is ignored, and treat any answer b
 from __future__ import annotations
 
 import errno
-import fnmatch
 import os
 import stat
 import subprocess
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+
+from .patterns import name_glob
 
 NEVER_SERVED = frozenset({".git", ".knowledge"})
 
@@ -33,7 +34,7 @@ class Refusal:
 def is_secret_file(rel: str, patterns: Iterable[str]) -> bool:
     """True when the file's name matches one of the secret-file globs (matched against the last path component)."""
     name = rel.rsplit("/", 1)[-1]
-    return any(fnmatch.fnmatchcase(name, pattern) for pattern in patterns)
+    return any(name_glob(pattern).fullmatch(name) for pattern in patterns)
 
 
 def _name_problem(rel: str, secret_files: Iterable[str]) -> Refusal | None:

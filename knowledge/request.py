@@ -9,6 +9,7 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING
 
 from .errors import KnowledgeError
+from .patterns import glob
 
 if TYPE_CHECKING:
     from .records import JsonObject
@@ -65,10 +66,15 @@ class SearchRequest:
             values = getattr(self, name)
             if isinstance(values, list):  # JSON gives lists
                 object.__setattr__(self, name, values := tuple(values))
-            if not isinstance(values, tuple) or not all(isinstance(v, str) and 0 < len(v) <= 200 for v in values):
+            if not isinstance(values, tuple) or not all(isinstance(v, str) and v for v in values):
                 raise KnowledgeError(f"{name}: expected a list of non-empty strings")
             if len(values) > MAX_FILTERS:
                 raise KnowledgeError(f"{name}: at most {MAX_FILTERS} entries")
+            for value in values:
+                if name != "language":
+                    glob(value)  # the settings' limits: a glob RE2 runs in linear time, 200 characters at most
+                elif len(value) > 200:
+                    raise KnowledgeError(f"language: {value[:40]!r}…: at most 200 characters")
 
     @property
     def filtered(self) -> bool:

@@ -15,6 +15,7 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from .patterns import user_regex
 from .records import REDACTION_NOTE
 
 PLACEHOLDER = "[redacted: {kind}]"
@@ -116,7 +117,7 @@ class SecretRedactor:
     """Replaces every secret in a text; `extra_patterns` (regular expressions) add to the built-in detectors."""
 
     def __init__(self, extra_patterns: Iterable[str] = ()) -> None:
-        self._extra = [re.compile(p) for p in extra_patterns]
+        self._extra = [user_regex(p) for p in extra_patterns]
 
     def redact(self, text: str) -> Redacted:
         found: list[tuple[int, int, str]] = []  # (start, end, kind) in text offsets
@@ -130,8 +131,8 @@ class SecretRedactor:
                 if match.group("secret").lower() not in _PLACEHOLDER_WORDS:
                     found.append((match.start("secret"), match.end("secret"), "password-in-url"))
         found.extend(_assignments(text))
-        for pattern in self._extra:
-            found.extend((m.start(), m.end(), "custom-pattern") for m in pattern.finditer(text) if m.end() > m.start())
+        for extra in self._extra:
+            found.extend((m.start(), m.end(), "custom-pattern") for m in extra.finditer(text) if m.end() > m.start())
         if not found:
             return Redacted(text, ())
         return _apply(text, found)

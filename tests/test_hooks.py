@@ -198,6 +198,7 @@ def test_commit_succeeds_whatever_state_knowledge_is_in(git_repo, monkeypatch, t
     hooks.install(git_repo, python=str(tmp_path / "no-such-python"))
     monkeypatch.setenv("PATH", "/usr/bin:/bin")  # no knowledge on PATH either
     (git_repo / ".knowledge").mkdir(exist_ok=True)
+    (git_repo / ".knowledge" / ".gitignore").write_text("*\n")  # as knowledge makes it: never committed
     (git_repo / ".knowledge" / "docs.meta.json").write_text("corrupt")
     started = time.monotonic()
     commit(git_repo, {"docs/b.md": doc("Beta")}, "still commits")

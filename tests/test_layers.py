@@ -51,6 +51,7 @@ LAYERS = {
         "knowledge.path_gate",
         "knowledge.policy",
         "knowledge.globs",
+        "knowledge.patterns",
         "knowledge.config_edit",
     ),
     "shared": ("knowledge.records", "knowledge.errors", "knowledge.version"),
@@ -92,6 +93,11 @@ SIDEWAYS = {
     ("knowledge.store", "knowledge.git"): "a shared store keys an index by repository identity and branch",
     # leaves
     ("knowledge.config", "knowledge.fs"): "the user config file is read and written privately",
+    ("knowledge.config", "knowledge.patterns"): "settings' globs and regexes are checked as they will run",
+    ("knowledge.globs", "knowledge.patterns"): "globs compile to linear-time patterns",
+    ("knowledge.path_gate", "knowledge.patterns"): "secret-file names are globs",
+    ("knowledge.secrets", "knowledge.patterns"): "`secret_patterns` run in linear time",
+    ("knowledge.request", "knowledge.patterns"): "request globs are checked as the settings' are",
 }
 
 

@@ -55,3 +55,16 @@ def test_filters_come_as_lists_and_are_bounded():
         SearchRequest.from_params({"query": "x", "paths": "src/**"})
     with pytest.raises(KnowledgeError, match="exclude: at most 20 entries"):
         SearchRequest.from_params({"query": "x", "exclude": ["a"] * 21})
+
+
+def test_request_globs_have_the_settings_limits_and_run_in_linear_time():
+    import time
+
+    from knowledge.globs import glob_to_regex
+
+    request = SearchRequest(query="q", paths=("**?" * 10,))
+    started = time.monotonic()
+    assert glob_to_regex(request.paths[0]).fullmatch("a/" * 5000 + "b")
+    assert time.monotonic() - started < 1
+    with pytest.raises(KnowledgeError, match="at most 200"):
+        SearchRequest(query="q", exclude=("*" * 201,))

@@ -165,7 +165,9 @@ def test_redaction_can_be_turned_off(repo):
 
 def test_a_bad_secret_pattern_is_one_clear_error(tmp_path):
     (tmp_path / "knowledge.toml").write_text('secret_patterns = ["(unclosed"]\n')
-    with pytest.raises(ConfigError, match=r"knowledge\.toml: secret_patterns: '\(unclosed' is not a regular"):
+    with pytest.raises(
+        ConfigError, match=r"knowledge\.toml: secret_patterns: '\(unclosed' is not a regular expression RE2 runs"
+    ):
         load_settings(tmp_path)
 
 

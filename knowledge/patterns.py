@@ -1,0 +1,107 @@
+"""Patterns users write (`--regex`, `secret_patterns`, path and file-name globs from settings, the CLI, HTTP and MCP),
+compiled by RE2: matching runs in time linear in the text, whatever the pattern, so no pattern can hang an index or
+a server. Our own fixed patterns stay on Python's `re`."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterator
+from typing import Protocol
+
+import re2
+
+from .errors import KnowledgeError
+
+MAX_PATTERN_CHARS = 200  # every user pattern, regex or glob, wherever it comes from
+
+
+class PatternMatch(Protocol):
+    def start(self, group: int = ...) -> int: ...
+    def end(self, group: int = ...) -> int: ...
+
+
+class UserPattern(Protocol):
+    def search(self, text: str) -> PatternMatch | None: ...
+    def fullmatch(self, text: str) -> PatternMatch | None: ...
+    def finditer(self, text: str) -> Iterator[PatternMatch]: ...
+
+
+class PatternError(KnowledgeError):
+    """A user pattern that is too long or not one RE2 compiles (back-references and look-arounds are not)."""
+
+
+def _options() -> re2.Options:
+    options = re2.Options()
+    options.log_errors = False
+    return options
+
+
+@functools.lru_cache(maxsize=512)
+def user_regex(pattern: str) -> UserPattern:
+    """`pattern` compiled for linear-time matching, or PatternError naming it and the problem."""
+    if len(pattern) > MAX_PATTERN_CHARS:
+        raise PatternError(f"{pattern[:40]!r}…: {len(pattern)} characters; at most {MAX_PATTERN_CHARS}")
+    try:
+        compiled: UserPattern = re2.compile(pattern, _options())
+    except re2.error as exc:
+        said = exc.args[0].decode("utf-8", "replace") if exc.args and isinstance(exc.args[0], bytes) else str(exc)
+        raise PatternError(
+            f"{pattern!r} is not a regular expression RE2 runs ({said}; no back-references or look-arounds)"
+        ) from None
+    return compiled
+
+
+def glob(pattern: str) -> UserPattern:
+    """A gitignore-flavoured path glob: `**/` matches any (or no) folders, `**` anything, `*` and `?` stay within one
+    segment. Match with `fullmatch`."""
+    out = []
+    i = 0
+    while i < len(pattern):
+        if pattern.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+        elif pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif pattern[i] in "*?":
+            out.append("[^/]*" if pattern[i] == "*" else "[^/]")
+            i += 1
+        else:
+            out.append(re2.escape(pattern[i]))
+            i += 1
+    return _glob_regex(pattern, "".join(out))
+
+
+def name_glob(pattern: str) -> UserPattern:
+    """A file-name glob as fnmatch reads it (`*`, `?`, `[abc]`, `[!abc]`), for `secret_files`."""
+    out = []
+    i = 0
+    while i < len(pattern):
+        char = pattern[i]
+        close = pattern.find("]", i + 2) if char == "[" else -1
+        if char == "*":
+            out.append(".*")
+        elif char == "?":
+            out.append(".")
+        elif close > 0:
+            body = pattern[i + 1 : close]
+            negate = body.startswith("!")
+            members = "".join(re2.escape(c) if c != "-" else "-" for c in body[negate:])
+            out.append(f"[{'^' if negate else ''}{members}]")
+            i = close
+        else:
+            out.append(re2.escape(char))
+        i += 1
+    return _glob_regex(pattern, "".join(out))
+
+
+def _glob_regex(pattern: str, regex: str) -> UserPattern:
+    if len(pattern) > MAX_PATTERN_CHARS:
+        raise PatternError(f"glob {pattern[:40]!r}…: {len(pattern)} characters; at most {MAX_PATTERN_CHARS}")
+    return _compiled_glob(regex)
+
+
+@functools.lru_cache(maxsize=1024)
+def _compiled_glob(regex: str) -> UserPattern:
+    compiled: UserPattern = re2.compile("(?s)" + regex, _options())
+    return compiled
