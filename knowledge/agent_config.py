@@ -8,7 +8,6 @@ file's formatting stay byte-for-byte; Codex's TOML gets its `[mcp_servers.knowle
 from __future__ import annotations
 
 import difflib
-import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -65,12 +64,11 @@ def _bearer(reference: str) -> dict[str, object]:
     return {"headers": {"Authorization": f"Bearer {reference}"}}
 
 
-def _codex(server: list[str] | Remote) -> str:
+def _codex(server: list[str] | Remote) -> dict[str, object]:
     """Codex's `[mcp_servers.knowledge]` table (TOML): a command, or a URL with the token's variable."""
-    head = f"[mcp_servers.{SERVER_NAME}]\n"
     if isinstance(server, Remote):
-        return head + f"url = {json.dumps(server.url)}\nbearer_token_env_var = {json.dumps(server.token_variable)}\n"
-    return head + f"command = {json.dumps(server[0])}\nargs = {json.dumps(server[1:])}\n"
+        return {"url": server.url, "bearer_token_env_var": server.token_variable}
+    return {"command": server[0], "args": server[1:]}
 
 
 CLIENTS = {
@@ -152,7 +150,8 @@ def plan(
         path = gated_path(within, within / relative, follow_final=True)
         before = _read(path)
         if path.suffix == ".toml":
-            after = toml_table_set(before or "", f"mcp_servers.{SERVER_NAME}", None if remove else _codex(command))
+            table = None if remove else _codex(command)
+            after = toml_table_set(before or "", path, ["mcp_servers", SERVER_NAME], table)
         else:
             entry = None
             if not remove and isinstance(command, Remote):

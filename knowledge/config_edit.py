@@ -7,39 +7,53 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+import tomlkit
 
 from .errors import KnowledgeError
 
+
 # ---- TOML (Codex) -----------------------------------------------------------------------------------------------
-_TABLE = re.compile(r"^\s*\[\[?\s*([^\]]+?)\s*\]\]?\s*(#.*)?$")
-
-
-def toml_table_set(text: str, ours: str, block: str | None) -> str | None:
-    """`text` with the table `ours` (and its subtables) replaced by `block`, `block` appended, or (None) removed."""
-    lines = text.splitlines(keepends=True)
-    start = end = None
-    for number, line in enumerate(lines):
-        table = _TABLE.match(line)
-        if table is None:
-            continue
-        name = table.group(1).replace('"', "")
-        if name == ours or name.startswith(ours + "."):
-            start = number if start is None else start
-            end = None
-        elif start is not None and end is None:
-            end = number
-    if start is None:
-        if block is None:
-            return text or None
-        separator = "" if not text else ("\n" if text.endswith("\n") else "\n\n")
-        return text + separator + block
-    end = len(lines) if end is None else end
-    while end > start and not lines[end - 1].strip():  # keep the blank lines before the next table
-        end -= 1
-    if block is None and end == len(lines) and start > 0 and not lines[start - 1].strip():
-        start -= 1  # the blank line `install` put before a table it appended
-    result = "".join(lines[:start]) + (block or "") + "".join(lines[end:])
+def toml_table_set(text: str, path: Path, keys: list[str], values: dict[str, object] | None) -> str | None:
+    """`text` with the table at `keys` given `values` (the other keys a user put in it kept), or (None) removed; the
+    rest of the file byte-for-byte (tomlkit, a round-trip parser). None when nothing is left."""
+    try:
+        document = tomlkit.parse(text)
+    except (tomlkit.exceptions.TOMLKitError, RecursionError) as exc:
+        raise KnowledgeError(f"{path}: not valid TOML ({str(exc)[:120]}); fix it or pass --dry-run") from None
+    parent: Any = document
+    for key in keys[:-1]:
+        if key not in parent:
+            if values is None:
+                return text or None
+            parent[key] = tomlkit.table(is_super_table=True)
+        parent = parent[key]
+        if not isinstance(parent, dict):
+            raise KnowledgeError(f"{path}: `{key}` is not a table; fix it or pass --dry-run")
+    last = keys[-1]
+    if values is None:
+        if last in parent:
+            del parent[last]
+    else:
+        current = parent.get(last)
+        if current is not None and not isinstance(current, dict):
+            raise KnowledgeError(f"{path}: `{'.'.join(keys)}` is not a table; fix it or pass --dry-run")
+        if current is None:
+            table = tomlkit.table()
+            table.update(values)
+            parent[last] = table
+        else:
+            for key in OWNED_KEYS - values.keys():
+                current.pop(key, None)
+            current.update(values)
+    result = tomlkit.dumps(document)
+    if values is None:  # the blank line that separated our table goes with it
+        result = result.rstrip("\n") + "\n" * min(len(text) - len(text.rstrip("\n")), 1)
     return result if result.strip() else None
+
+
+OWNED_KEYS = frozenset({"command", "args", "url", "bearer_token_env_var"})  # what `agents install` writes
 
 
 # ---- JSON / JSONC, edited at one member -------------------------------------------------------------------------
@@ -154,7 +168,19 @@ def _dump(value: object, indent: str, unit: str) -> str:
 
 
 def json_member_set(text: str | None, path: Path, keys: list[str], value: object | None) -> str | None:
-    """`text` with the member at `keys` set to `value` (None: removed), everything else as it was."""
+    """`text` with the member at `keys` set to `value` (None: removed), everything else as it was: a container of
+    the wrong type, or a file nested past Python's depth, is refused in one line; keys a user added to our own entry
+    (`env`, `cwd`, …) are kept."""
+    try:
+        return _json_member_set(text, path, keys, value)
+    except RecursionError:
+        raise KnowledgeError(f"{path}: nested too deeply to edit safely; fix it or pass --dry-run") from None
+
+
+OWNED_JSON_KEYS = frozenset({"type", "command", "args", "url", "httpUrl", "headers", "enabled"})
+
+
+def _json_member_set(text: str | None, path: Path, keys: list[str], value: object | None) -> str | None:
     if not text or not text.strip():
         if value is None:
             return text
@@ -180,11 +206,10 @@ def json_member_set(text: str | None, path: Path, keys: list[str], value: object
                 while len(current.members) == 1 and parents:
                     current, key = parents.pop()
                 return _remove_member(text, current, key)
-            if not last:  # a container of the wrong type: replace it whole
-                nested = value
-                for inner in reversed(keys[depth + 1 :]):
-                    nested = {inner: nested}
-                value = nested
+            if not last:
+                raise KnowledgeError(f"{path}: `{key}` is not an object; fix it or pass --dry-run")
+            if isinstance(member[3], _Object) and isinstance(value, dict):
+                value = {**_user_keys(text[value_start:value_end]), **value}
             return text[:value_start] + _dump(value, _indent_of(text, key_start), unit) + text[value_end:]
         if member is None:
             if value is None:
@@ -196,6 +221,15 @@ def json_member_set(text: str | None, path: Path, keys: list[str], value: object
         parents.append((current, key))
         current = member[3]  # type: ignore[assignment]
     return text
+
+
+def _user_keys(entry: str) -> dict[str, object]:
+    """The keys of our existing entry that `agents install` does not write (a user's own additions)."""
+    try:
+        old = json.loads(entry)
+    except ValueError:  # comments inside the entry: nothing we can carry over safely
+        return {}
+    return {k: v for k, v in old.items() if k not in OWNED_JSON_KEYS} if isinstance(old, dict) else {}
 
 
 def _insert_member(text: str, target: _Object, key: str, value: object, unit: str) -> str:

@@ -259,3 +259,43 @@ def test_hook_script_refuses_links_before_writing(git_repo, victim):
     assert "umask 077" in text
     assert '[ -L "$top/.knowledge" ] && exit 0' in text
     subprocess.run(["sh", "-n"], input=text, text=True, check=True)
+
+
+def test_the_daemon_client_sends_nothing_to_a_socket_another_user_owns(tmp_path):
+    """A `daemon.sock` someone else made (or a folder others may write) never receives the query."""
+    import socket
+    import threading
+
+    from knowledge.server import daemon_client
+
+    folder = tmp_path / ".knowledge"
+    folder.mkdir(mode=0o700)
+    where = daemon_client.socket_path(folder)
+    received: list[bytes] = []
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(str(where))
+    server.listen(1)
+
+    def serve() -> None:
+        connection, _ = server.accept()
+        with connection:
+            received.append(connection.recv(65536))
+            connection.sendall(b'HTTP/1.0 200 OK\r\n\r\n{"forged": true}')
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:  # our own server: SO_PEERCRED names us
+        probe.connect(str(where))
+        assert daemon_client._peer_uid(probe) == os.getuid()
+    thread.join(5)
+    received.clear()
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    if os.getuid() == 0:
+        os.chown(where, 65534, -1, follow_symlinks=False)
+        assert daemon_client.request(folder, "POST", "/v1/search", {"query": "secret plans"}) is None
+        os.chown(where, 0, -1, follow_symlinks=False)
+    folder.chmod(0o777)  # a folder others may write: someone could have swapped the socket
+    assert daemon_client.request(folder, "POST", "/v1/search", {"query": "secret plans"}) is None
+    assert received == []
+    server.close()

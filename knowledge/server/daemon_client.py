@@ -4,7 +4,10 @@ call costs no numpy, model or index import."""
 from __future__ import annotations
 
 import json
+import os
 import socket
+import stat
+import struct
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -35,7 +38,7 @@ def request(
 ) -> JsonObject | None:
     """One call to the daemon of this index; None when no daemon answers (the caller takes the cold path)."""
     where = socket_path(index_folder)
-    if not where.exists():
+    if not where.exists() or not owned_by_caller(index_folder, where):
         return None
     payload = json.dumps(body).encode() if body is not None else b""
     head = (
@@ -46,6 +49,8 @@ def request(
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
             connection.settimeout(timeout)
             connection.connect(str(where))
+            if _peer_uid(connection) != os.getuid():
+                return None  # another user's server behind our socket's name: never send it the query
             connection.sendall(head.encode() + payload)
             received = _read_all(connection)
         status, data = _parse(received)
@@ -54,6 +59,32 @@ def request(
     if status != 200:
         raise KnowledgeError(str(data.get("error", f"daemon answered {status}")))
     return data
+
+
+def owned_by_caller(index_folder: Path, where: Path) -> bool:
+    """The socket and its folder are this user's, and neither is a symlink: nobody else can stand in for the daemon."""
+    try:
+        folder, sock = os.lstat(index_folder), os.lstat(where)
+    except OSError:
+        return False
+    uid = os.getuid()
+    return (
+        folder.st_uid == uid
+        and sock.st_uid == uid
+        and stat.S_ISDIR(folder.st_mode)
+        and stat.S_ISSOCK(sock.st_mode)
+        and not folder.st_mode & 0o022
+    )
+
+
+def _peer_uid(connection: socket.socket) -> int | None:
+    """The uid of the process serving the socket (SO_PEERCRED on Linux, getpeereid's LOCAL_PEERCRED elsewhere)."""
+    if hasattr(socket, "SO_PEERCRED"):
+        credentials = connection.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+        return int(struct.unpack("3i", credentials)[1])
+    local_peercred = getattr(socket, "LOCAL_PEERCRED", 0x001)
+    credentials = connection.getsockopt(0, local_peercred, struct.calcsize("2I"))  # struct xucred: version, uid
+    return int(struct.unpack("2I", credentials[: struct.calcsize("2I")])[1])
 
 
 def _read_all(connection: socket.socket) -> bytes:
