@@ -97,6 +97,13 @@ DEFAULT_SECRET_FILES = (
     "secrets.yaml",
     "secrets.yml",
     "secrets.json",
+    "secrets.toml",  # .streamlit/secrets.toml
+    ".envrc",  # direnv: exported credentials
+    ".htpasswd",
+    "*.tfstate",
+    "*.tfstate.*",  # terraform's state (and its backups) holds every resource's secrets in clear
+    "*.tfvars",
+    "*.tfvars.json",
 )
 
 # Test fixture data: sample inputs, not the project's code or docs (both kinds; `exclude`/`code_exclude` replace or

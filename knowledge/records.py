@@ -167,6 +167,7 @@ class IndexStatus:
     dense_coverage: float = 1.0
     chunks_pending: int = 0
     embedding_eta_seconds: float | None = None  # while an embedding run is going
+    embedding_stopped: bool = False  # chunks wait for vectors and no fill holds its lock (killed, or never started)
     redactions: tuple[FileProblem, ...] = field(default_factory=tuple)  # secrets replaced: file, line and kind
     store: str = "local"  # where the index lives: "local" or the shared database, repository and branch
 

@@ -185,7 +185,11 @@ def status_to_text(status: IndexStatus, verbose: bool = False) -> str:
         f"embedded:   {status.dense_coverage:.1%} of chunks have vectors"
         + (f" ({status.chunks_pending} pending" if status.chunks_pending else "")
         + (f", about {_age(status.embedding_eta_seconds)} left)" if status.embedding_eta_seconds is not None else "")
-        + (")" if status.chunks_pending and status.embedding_eta_seconds is None else ""),
+        + (
+            "; no fill is running: `knowledge embed` resumes it)"
+            if status.chunks_pending and status.embedding_stopped
+            else (")" if status.chunks_pending and status.embedding_eta_seconds is None else "")
+        ),
         f"thresholds: similarity {status.thresholds.get('threshold')}, "
         f"full content {status.thresholds.get('full_threshold')}",
     ]

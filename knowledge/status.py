@@ -62,7 +62,12 @@ def index_status(root: Path, store: str, indexes: list[KindIndex], head: str | N
     coverages = {index.kind: index.coverage() for index in indexes}
     total = sum(c.chunks for c in coverages.values())
     embedded = sum(c.embedded for c in coverages.values())
-    etas = [c.progress.eta_seconds for c in coverages.values() if c.progress and c.progress.eta_seconds is not None]
+    filling = is_locked(embed_lock_path(root))  # a progress record a killed fill left behind is no ETA
+    etas = [
+        c.progress.eta_seconds
+        for c in coverages.values()
+        if filling and c.progress and c.progress.eta_seconds is not None
+    ]
     fresh = freshness(root, indexes, head)
     return IndexStatus(
         root=str(root),
@@ -85,6 +90,7 @@ def index_status(root: Path, store: str, indexes: list[KindIndex], head: str | N
         dense_coverage=1.0 if total == 0 else round(embedded / total, 4),
         chunks_pending=total - embedded,
         embedding_eta_seconds=sum(etas) if etas else None,
+        embedding_stopped=total > embedded and not filling,
         commit=fresh.commit,
         head=fresh.head,
         commits_behind=fresh.commits_behind,

@@ -220,6 +220,9 @@ def test_search_answers_lexically_before_any_vector_and_embed_completes_it(docs_
     assert "0% embedded so far" in text
     status = json.loads(run(docs_repo, "status", "--json").stdout)
     assert status["chunks_pending"] == report.chunks_total
+    assert status["embedding_stopped"] is True  # no fill holds its lock (a killed one left its progress behind)
+    assert status["embedding_eta_seconds"] is None
+    assert "no fill is running: `knowledge embed` resumes it" in run(docs_repo, "status").stdout
     run(docs_repo, "embed", "--quiet")
     done = json.loads(run(docs_repo, "search", "token budget", "--json").stdout)
     assert done["dense_coverage"] == 1

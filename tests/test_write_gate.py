@@ -299,3 +299,21 @@ def test_the_daemon_client_sends_nothing_to_a_socket_another_user_owns(tmp_path)
     assert daemon_client.request(folder, "POST", "/v1/search", {"query": "secret plans"}) is None
     assert received == []
     server.close()
+
+
+SECRET_NAMES = [
+    ".envrc",
+    ".htpasswd",
+    "prod.tfstate",
+    "terraform.tfstate.backup",
+    "prod.tfvars",
+    ".streamlit/secrets.toml",
+]
+
+
+@pytest.mark.parametrize("name", SECRET_NAMES)
+def test_more_secret_files_are_never_read(name):
+    from knowledge.config import DEFAULT_SECRET_FILES
+    from knowledge.path_gate import is_secret_file
+
+    assert is_secret_file(name, DEFAULT_SECRET_FILES)
