@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import fnmatch
 import functools
 import hashlib
 import os
@@ -12,6 +11,7 @@ from . import git
 from .config import Settings
 from .globs import glob_to_regex, matches_any
 from .path_gate import Refusal, resolve_inside
+from .patterns import PatternError, name_glob
 from .records import FileProblem, SourceFile
 from .secrets import SecretRedactor
 
@@ -38,9 +38,28 @@ def _ignored(rel: str, name: str, is_dir: bool, rules: list[tuple[str, str]]) ->
         local = rel[len(base) + 1 :] if base else rel
         anchored = "/" in rule
         target = local if anchored else name
-        if fnmatch.fnmatchcase(target, rule.lstrip("/")):
+        try:
+            matched = name_glob(rule.lstrip("/")).fullmatch(target)  # a committed .gitignore: linear time
+        except PatternError:
+            continue  # a rule over 200 characters names no file of ours
+        if matched:
             ignored = not negate
     return ignored
+
+
+def ignored_outside_git(root: Path, rel: str) -> bool:
+    """Outside git: whether the .gitignore files on the way to `rel` exclude it or a folder above it, as
+    `walk_files` reads them (so `show` serves nothing indexing would skip)."""
+    rules: list[tuple[str, str]] = []
+    folder, rel_folder = root, ""
+    parts = rel.split("/")
+    for number, part in enumerate(parts):
+        rules += [(rel_folder, rule) for rule in _gitignore_patterns(folder)]
+        inner = f"{rel_folder}/{part}" if rel_folder else part
+        if _ignored(inner, part, number < len(parts) - 1, rules):
+            return True
+        folder, rel_folder = folder / part, inner
+    return False
 
 
 def walk_files(root: Path) -> list[str]:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from . import git
 from .config import Settings
-from .corpus import redactor
+from .corpus import ignored_outside_git, redactor
 from .errors import KnowledgeError, PathOutsideRepositoryError
 from .kind import KindIndex
 from .path_gate import servable
@@ -31,7 +31,10 @@ def relative_path(root: Path, path: str | Path, base: Path | None = None) -> str
 
 def readable(root: Path, settings: Settings, rel: str) -> Path:
     """The file `rel` names, through the one path gate for serving; raises with a one-line reason otherwise."""
-    checked = servable(root, rel, settings.secret_files, git.repo_root(root) is not None)
+    in_git = git.repo_root(root) is not None
+    checked = servable(root, rel, settings.secret_files, in_git)
+    if isinstance(checked, Path) and not in_git and ignored_outside_git(root, rel):
+        raise KnowledgeError(f"{rel}: ignored by a .gitignore, so not served")
     if isinstance(checked, Path):
         return checked
     if not checked.perimeter and "missing" in checked.reason:

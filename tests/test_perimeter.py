@@ -227,3 +227,17 @@ def test_the_index_folder_is_ignored_and_owner_only_from_its_first_file(git_repo
     for path in folder.rglob("*"):
         if path.is_file() and path.name != ".gitignore":
             assert stat.S_IMODE(path.stat().st_mode) & 0o077 == 0, path
+
+
+def test_outside_git_show_honours_a_folders_gitignore_as_indexing_does(tmp_path):
+    root = tmp_path / "plain"
+    (root / "notes" / "private").mkdir(parents=True)
+    (root / "notes" / ".gitignore").write_text("private/\n*.secret.md\n")
+    (root / "notes" / "private" / "plan.md").write_text("# Plan\n")
+    (root / "notes" / "x.secret.md").write_text("# X\n")
+    (root / "notes" / "open.md").write_text("# Open\n")
+    for rel in ("notes/private/plan.md", "notes/x.secret.md"):
+        result = CliRunner().invoke(cli, ["-C", str(root), "show", rel])
+        assert result.exit_code == 1, result.output
+        assert "ignored by a .gitignore" in result.output
+    assert CliRunner().invoke(cli, ["-C", str(root), "show", "notes/open.md"]).exit_code == 0
