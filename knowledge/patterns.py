@@ -26,6 +26,35 @@ class UserPattern(Protocol):
     def finditer(self, text: str) -> Iterator[PatternMatch]: ...
 
 
+class _Linear:
+    """An RE2 pattern that also takes text holding lone surrogates (a non-UTF-8 file name read with surrogateescape,
+    which RE2 cannot encode): each is matched as U+FFFD, one character for one, so offsets hold."""
+
+    __slots__ = ("_compiled",)
+
+    def __init__(self, compiled: UserPattern) -> None:
+        self._compiled = compiled
+
+    def search(self, text: str) -> PatternMatch | None:
+        return self._compiled.search(_encodable(text))
+
+    def fullmatch(self, text: str) -> PatternMatch | None:
+        return self._compiled.fullmatch(_encodable(text))
+
+    def finditer(self, text: str) -> Iterator[PatternMatch]:
+        return self._compiled.finditer(_encodable(text))
+
+
+def _encodable(text: str) -> str:
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return "".join("\ufffd" if "\ud800" <= char <= "\udfff" else char for char in text)
+    return text
+
+
 class PatternError(KnowledgeError):
     """A user pattern that is too long or not one RE2 compiles (back-references and look-arounds are not)."""
 
@@ -41,8 +70,10 @@ def user_regex(pattern: str) -> UserPattern:
     """`pattern` compiled for linear-time matching, or PatternError naming it and the problem."""
     if len(pattern) > MAX_PATTERN_CHARS:
         raise PatternError(f"{pattern[:40]!r}…: {len(pattern)} characters; at most {MAX_PATTERN_CHARS}")
+    if _encodable(pattern) != pattern:
+        raise PatternError(f"{pattern!r}: not valid UTF-8")
     try:
-        compiled: UserPattern = re2.compile(pattern, _options())
+        compiled: UserPattern = _Linear(re2.compile(pattern, _options()))
     except re2.error as exc:
         said = exc.args[0].decode("utf-8", "replace") if exc.args and isinstance(exc.args[0], bytes) else str(exc)
         raise PatternError(
@@ -96,6 +127,8 @@ def name_glob(pattern: str) -> UserPattern:
 
 
 def _glob_regex(pattern: str, regex: str) -> UserPattern:
+    if _encodable(pattern) != pattern:
+        raise PatternError(f"glob {pattern!r}: not valid UTF-8")
     if len(pattern) > MAX_PATTERN_CHARS:
         raise PatternError(f"glob {pattern[:40]!r}…: {len(pattern)} characters; at most {MAX_PATTERN_CHARS}")
     return _compiled_glob(regex)
@@ -103,5 +136,4 @@ def _glob_regex(pattern: str, regex: str) -> UserPattern:
 
 @functools.lru_cache(maxsize=1024)
 def _compiled_glob(regex: str) -> UserPattern:
-    compiled: UserPattern = re2.compile("(?s)" + regex, _options())
-    return compiled
+    return _Linear(re2.compile("(?s)" + regex, _options()))
