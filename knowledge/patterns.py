@@ -85,6 +85,7 @@ def user_regex(pattern: str) -> UserPattern:
 def glob(pattern: str) -> UserPattern:
     """A gitignore-flavoured path glob: `**/` matches any (or no) folders, `**` anything, `*` and `?` stay within one
     segment. Match with `fullmatch`."""
+    _check_glob(pattern)
     out = []
     i = 0
     while i < len(pattern):
@@ -100,11 +101,12 @@ def glob(pattern: str) -> UserPattern:
         else:
             out.append(re2.escape(pattern[i]))
             i += 1
-    return _glob_regex(pattern, "".join(out))
+    return _compiled_glob("".join(out))
 
 
 def name_glob(pattern: str) -> UserPattern:
     """A file-name glob as fnmatch reads it (`*`, `?`, `[abc]`, `[!abc]`), for `secret_files`."""
+    _check_glob(pattern)
     out = []
     i = 0
     while i < len(pattern):
@@ -123,15 +125,14 @@ def name_glob(pattern: str) -> UserPattern:
         else:
             out.append(re2.escape(char))
         i += 1
-    return _glob_regex(pattern, "".join(out))
+    return _compiled_glob("".join(out))
 
 
-def _glob_regex(pattern: str, regex: str) -> UserPattern:
+def _check_glob(pattern: str) -> None:
     if _encodable(pattern) != pattern:
         raise PatternError(f"glob {pattern!r}: not valid UTF-8")
     if len(pattern) > MAX_PATTERN_CHARS:
         raise PatternError(f"glob {pattern[:40]!r}…: {len(pattern)} characters; at most {MAX_PATTERN_CHARS}")
-    return _compiled_glob(regex)
 
 
 @functools.lru_cache(maxsize=1024)
