@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
-from .records import SearchHit
+from .records import SearchHit, SearchResponse
 
 
 def metadata_text(hit: SearchHit) -> str:
@@ -50,3 +50,39 @@ def pack(
             kept[position] = replace(hit, content=spare, tokens=hit.tokens + cost)
             used += cost
     return kept, used, omitted
+
+
+def fit_printed(
+    response: SearchResponse,
+    printed: Callable[[SearchResponse], str],
+    printed_hit: Callable[[SearchHit], str],
+    count_tokens: Callable[[str], int],
+) -> SearchResponse:
+    """`response` as it will be printed, held to its budget: the printed text (envelope, keys, headers and all) is
+    counted with the model's tokenizer, and while it is over, the worst result gives up its text, then its place.
+    `tokens_used` is the count of what is printed, the number itself included (where its own digits make the count
+    alternate between two values, the larger: never less than what is printed); each result's `tokens` is the count
+    of its own printed part."""
+    results = [replace(hit, tokens=count_tokens(printed_hit(hit))) for hit in response.results]
+    omitted = response.omitted
+    used = response.tokens_used
+    tried: set[int] = set()
+    for _ in range(len(results) * 2 + 3):
+        candidate = replace(response, results=tuple(results), omitted=omitted, tokens_used=used)
+        counted = count_tokens(printed(candidate))
+        if counted <= response.budget:
+            if counted == used or (counted < used and used <= response.budget and counted in tried):
+                return candidate
+            tried.add(used)
+            used = counted  # print the count itself, then count again: its digits are tokens too
+            continue
+        if not results:
+            break
+        last = results[-1]
+        if last.content is not None:
+            stripped = replace(last, content=None)
+            results[-1] = replace(stripped, tokens=count_tokens(printed_hit(stripped)))
+        else:
+            results.pop()
+            omitted += 1
+    return replace(response, results=tuple(results), omitted=omitted, tokens_used=used)

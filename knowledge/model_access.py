@@ -58,7 +58,10 @@ class ModelAccess:
         return self._model()
 
     def count_tokens(self, text: str) -> int:
-        return self.counter().count_tokens(text)
+        """Every token `text` takes, however long (what budgets count; the chunker's counter stops at the window)."""
+        if self._factory is not None:
+            return self.embedder().count_tokens(text)
+        return self._model().count_whole(text)
 
     def embedder(self) -> Embedder:
         if self._embedder is None:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict
+import json
+from dataclasses import asdict, replace
 from typing import TYPE_CHECKING
 
 from .records import (
@@ -19,11 +20,16 @@ from .records import (
 if TYPE_CHECKING:
     from .records import JsonObject
 
-SEARCH_FORMAT_VERSION = 1
+SEARCH_FORMAT_VERSION = 2  # 2: a result's optional keys are left out when unset (null), not printed as null
+# Always printed, null or not: what every result has (`score` null: no vector yet; `content` null: metadata only)
+_CORE_KEYS = frozenset({"id", "path", "kind", "score", "title", "description", "section", "line_start", "line_end",
+                        "content", "tokens"})  # fmt: skip
 
 
 def search_to_dict(response: SearchResponse) -> JsonObject:
-    """The versioned JSON schema of docs/json-output.md."""
+    """The versioned JSON schema of docs/json-output.md. The commit every result was indexed at is said once."""
+    commits = {hit.commit for hit in response.results}
+    shared = commits.pop() if len(commits) == 1 else None
     return {
         "format_version": SEARCH_FORMAT_VERSION,
         "query": response.query,
@@ -35,7 +41,17 @@ def search_to_dict(response: SearchResponse) -> JsonObject:
         "omitted": response.omitted,
         "dense_coverage": response.dense_coverage,
         "static_coverage": response.static_coverage,
-        "results": [asdict(hit) for hit in response.results],
+        **({"commit": shared} if shared else {}),
+        "results": [hit_to_dict(replace(hit, commit=None) if shared else hit) for hit in response.results],
+    }
+
+
+def hit_to_dict(hit: SearchHit) -> JsonObject:
+    """A result as JSON: the core keys always, the others only when set (a null costs an agent tokens, says nothing)."""
+    return {
+        key: value
+        for key, value in asdict(hit).items()
+        if key in _CORE_KEYS or (value is not None and not (key == "stale" and value is False))
     }
 
 
@@ -46,36 +62,25 @@ def response_to_text(response: SearchResponse, files_only: bool = False, exact: 
     return files_to_text(response) if files_only else search_to_text(response)
 
 
+def search_json(response: SearchResponse) -> str:
+    """What `knowledge search --json` prints (indented: the widest of the JSON forms the budget must cover)."""
+    return json.dumps(search_to_dict(response), ensure_ascii=False, indent=2)
+
+
+def hit_json(hit: SearchHit) -> str:
+    return json.dumps(hit_to_dict(hit), ensure_ascii=False, indent=2)
+
+
+def hit_text(hit: SearchHit) -> str:
+    return "\n".join(_hit_lines(hit)) + "\n"
+
+
 def search_to_text(response: SearchResponse) -> str:
     if not response.results:
         return f"No results at or above similarity {response.threshold:.2f} for: {response.query}\n"
     out: list[str] = []
     for hit in response.results:
-        if hit.kind == "code":
-            what = " ".join(part for part in (hit.symbol_kind, hit.title) if part) + f" ({hit.language})"
-        else:
-            what = hit.section or hit.title
-        via = f"  [{hit.neighbour_of}]" if hit.neighbour_of else ""
-        # The relevance the results are ordered by (it falls down the list); a neighbour added by --expand has none.
-        shown = hit.relevance if hit.relevance is not None else hit.score
-        score = "  -  " if shown is None else f"{shown:.3f}"
-        lexical = "  [no vector yet: lexical or static-stage match]" if hit.score is None else ""
-        stale = "  [stale: file changed since indexing]" if hit.stale else ""
-        out.append(f"[{score}] {hit.path}:{hit.line_start}-{hit.line_end}  {what}{via}{lexical}{stale}")
-        if hit.drift:
-            out.append(f"        drift: {hit.drift}")
-        for label, refs in (("calls", hit.calls), ("called by", hit.called_by)):
-            if refs:
-                out.append(f"        {label}: " + ", ".join(_reference(r) for r in refs[:5]))
-        if hit.description:
-            out.append(f"        {hit.description}")
-        if hit.explain is not None:
-            out.append("        " + ", ".join(f"{name} {value}" for name, value in hit.explain.items()))
-        if hit.content is not None:
-            out.extend("    " + line for line in hit.content.splitlines())
-        else:
-            out.append("        (metadata only)")
-        out.append("")
+        out.extend(_hit_lines(hit))
     tail = f"{response.tokens_used}/{response.budget} tokens"
     if response.omitted:
         tail += f", {response.omitted} more result(s) left out"
@@ -85,6 +90,36 @@ def search_to_text(response: SearchResponse) -> str:
             tail += f", {response.static_coverage:.0%} ranked by the static first stage meanwhile"
     out.append(tail)
     return "\n".join(out) + "\n"
+
+
+def _hit_lines(hit: SearchHit) -> list[str]:
+    out: list[str] = []
+    if hit.kind == "code":
+        what = " ".join(part for part in (hit.symbol_kind, hit.title) if part) + f" ({hit.language})"
+    else:
+        what = hit.section or hit.title
+    via = f"  [{hit.neighbour_of}]" if hit.neighbour_of else ""
+    # The relevance the results are ordered by (it falls down the list); a neighbour added by --expand has none.
+    shown = hit.relevance if hit.relevance is not None else hit.score
+    score = "  -  " if shown is None else f"{shown:.3f}"
+    lexical = "  [no vector yet: lexical or static-stage match]" if hit.score is None else ""
+    stale = "  [stale: file changed since indexing]" if hit.stale else ""
+    out.append(f"[{score}] {hit.path}:{hit.line_start}-{hit.line_end}  {what}{via}{lexical}{stale}")
+    if hit.drift:
+        out.append(f"        drift: {hit.drift}")
+    for label, refs in (("calls", hit.calls), ("called by", hit.called_by)):
+        if refs:
+            out.append(f"        {label}: " + ", ".join(_reference(r) for r in refs[:5]))
+    if hit.description:
+        out.append(f"        {hit.description}")
+    if hit.explain is not None:
+        out.append("        " + ", ".join(f"{name} {value}" for name, value in hit.explain.items()))
+    if hit.content is not None:
+        out.extend("    " + line for line in hit.content.splitlines())
+    else:
+        out.append("        (metadata only)")
+    out.append("")
+    return out
 
 
 def occurrences_to_text(response: SearchResponse) -> str:
@@ -233,14 +268,14 @@ def source_to_text(source: SourceText) -> str:
 
 
 def hits_to_dict(hits: list[SearchHit]) -> JsonObject:
-    return {"format_version": SEARCH_FORMAT_VERSION, "results": [asdict(hit) for hit in hits]}
+    return {"format_version": SEARCH_FORMAT_VERSION, "results": [hit_to_dict(hit) for hit in hits]}
 
 
 def search_from_dict(data: JsonObject) -> SearchResponse:
     """The inverse of search_to_dict, for answers that came over HTTP."""
     return SearchResponse(
         query=data["query"],
-        results=tuple(SearchHit(**hit) for hit in data["results"]),
+        results=tuple(SearchHit(**{"commit": data.get("commit"), **hit}) for hit in data["results"]),
         tokens_used=data["tokens_used"],
         budget=data["budget"],
         omitted=data["omitted"],

@@ -1,5 +1,12 @@
+import json
+from pathlib import Path
+
+import pytest
+
 from knowledge.budget import metadata_text, pack
 from knowledge.records import SearchHit
+
+REPO = Path(__file__).resolve().parent.parent
 
 
 def hit(i, content):
@@ -53,3 +60,45 @@ def test_what_the_budget_has_left_gives_text_to_the_best_results_first():
     assert [h.tokens for h in kept] == [meta + 30, meta + 20, meta, meta + 20]
     tight, used, _ = pack(hits, 4 * meta + 30, words, spare)
     assert [h.content is not None for h in tight] == [True, False, False, False]  # metadata of all before any spare
+
+
+@pytest.mark.model
+def test_what_is_printed_fits_the_budget_for_50_questions_on_this_repository(git_repo, monkeypatch):
+    """The budget bounds what an agent reads: the printed JSON (`--json`) and the printed text, counted by the
+    model's own tokenizer (loaded apart from knowledge), at budgets 200, 400 and 2000, for 50 questions."""
+    from tokenizers import Tokenizer
+
+    from knowledge.kb import KnowledgeBase
+    from knowledge.server.backend import LocalBackend
+
+    from .conftest import commit, model_home
+
+    monkeypatch.setenv("KNOWLEDGE_HOME", str(model_home()))
+    monkeypatch.setenv("KNOWLEDGE_MODEL", "all-MiniLM-L6-v2")
+    files = {f"docs/{p.name}": p.read_text() for p in (REPO / "docs").glob("*.md")}
+    commit(git_repo, {**files, "README.md": (REPO / "README.md").read_text()})
+    kb = KnowledgeBase.open(git_repo)
+    kb.reindex_all()
+    headings = [line.lstrip("#").strip() for text in files.values() for line in text.splitlines()]
+    questions = list(dict.fromkeys(h.lower() for h in headings if 3 <= len(h.split()) <= 12))[:50]
+    assert len(questions) == 50
+    tokenizer = Tokenizer.from_file(str(kb.model.counter().installed.path / "tokenizer.json"))
+    tokenizer.no_truncation()  # the shipped file truncates and pads to 128
+    tokenizer.no_padding()
+
+    def tokens(text: str) -> int:
+        return len(tokenizer.encode(text, add_special_tokens=False).ids)
+
+    backend = LocalBackend(kb, warm=False)
+    full = 0
+    for question in questions:
+        for budget in (200, 400, 2000):
+            params = {"query": question, "budget": budget, "threshold": 0}
+            data = backend.search(params)
+            printed = json.dumps(data, ensure_ascii=False, indent=2)  # what `search --json` prints
+            assert tokens(printed) <= budget, (question, budget)
+            assert data["tokens_used"] - 1 <= tokens(printed) <= data["tokens_used"]  # its own digits, at most
+            text = backend.search_text(params)["text"]
+            assert tokens(text) <= budget, (question, budget)
+            full += sum(hit["content"] is not None for hit in data["results"])
+    assert full > 0  # the budget still carries text, not only pointers

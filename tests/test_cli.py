@@ -29,7 +29,7 @@ def test_reindex_then_search_json_schema(docs_repo):
     result = run(docs_repo, "reindex-all")
     assert "indexed 3 files" in result.stderr
     data = json.loads(run(docs_repo, "search", "token budget omitted", "--json", "--threshold", "0").stdout)
-    assert data["format_version"] == 1
+    assert data["format_version"] == 2
     assert set(data) >= {"format_version", "query", "results", "tokens_used", "budget", "omitted"}
     top = data["results"][0]
     assert set(top) == {

@@ -58,8 +58,9 @@ LAYERS = {
 }
 ORDER = list(LAYERS)
 
-# What a frontend may reach below the facade: the request it sends and the rendering of the answer it gets.
-FRONTEND_REACH = {"knowledge.request", "knowledge.render"}
+# What a frontend may reach below the facade: the request it sends, the rendering of the answer it gets, and the
+# budget that holds what it prints.
+FRONTEND_REACH = {"knowledge.request", "knowledge.render", "knowledge.budget"}
 
 # Imports across components of one layer, each with its reason. Anything else across a layer is a defect.
 SIDEWAYS = {

@@ -53,7 +53,7 @@ def test_mcp_stdio_tools(git_repo, monkeypatch):
     assert by_name["reindex"].annotations.read_only_hint is False
     assert "budget" in by_name["search"].description
     data = json.loads(text_of(search))
-    assert data["format_version"] == 1
+    assert data["format_version"] == 2
     assert data["results"][0]["path"] == "docs/hooks.md"
     assert json.loads(text_of(source))["lines"] == ["# Git hooks"]
     assert outside.is_error

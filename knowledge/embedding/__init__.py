@@ -109,6 +109,7 @@ class BuiltModel:
         self.fingerprint = self.installed.fingerprint
         self._tokenizer: Any = None  # tokenizers.Tokenizer, loaded on the first count
         self._counts: dict[str, int] = {}
+        self._whole: Any = None  # tokenizers.Tokenizer without truncation, for budgets
 
     def count_tokens(self, text: str) -> int:
         """Tokens `text` takes in this model's own tokenizer, without truncation (memoised: lines repeat)."""
@@ -132,6 +133,18 @@ class BuiltModel:
             self._counts[text] = len(encoding.ids)
         if len(self._counts) > 200_000:
             self._counts.clear()
+
+    def count_whole(self, text: str) -> int:
+        """Every token of `text`, past the model's window too: what a token budget must count (`count_tokens` stops
+        at the window, as the chunker has always counted)."""
+        if not text:
+            return 0
+        if self._whole is None:
+            from .onnx_embedder import load_tokenizer
+
+            tokenizer_json = (self.installed.path / "tokenizer.json").read_text(encoding="utf-8")
+            self._whole = load_tokenizer(tokenizer_json, 0, self.spec.pad_id)
+        return len(self._whole.encode(text, add_special_tokens=False).ids)
 
     def _count(self, text: str) -> int:
         if self._tokenizer is None:

@@ -8,9 +8,21 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING, Protocol
 
+from ..budget import fit_printed
 from ..errors import KnowledgeError
 from ..kb import KnowledgeBase
-from ..render import hits_to_dict, report_to_dict, response_to_text, search_to_dict, source_to_dict, status_to_dict
+from ..records import SearchResponse
+from ..render import (
+    hit_json,
+    hit_text,
+    hits_to_dict,
+    report_to_dict,
+    response_to_text,
+    search_json,
+    search_to_dict,
+    source_to_dict,
+    status_to_dict,
+)
 from ..request import SearchRequest, check_text
 
 if TYPE_CHECKING:
@@ -67,12 +79,20 @@ class LocalBackend:
         self._reindex_lock = threading.Lock()
 
     def search(self, params: JsonObject) -> JsonObject:
-        return search_to_dict(self.kb.search(SearchRequest.from_params(params)))
+        """The JSON answer, held to its budget as printed (the widest JSON form: `search --json`'s)."""
+        response = self.kb.search(SearchRequest.from_params(params))
+        return search_to_dict(fit_printed(response, search_json, hit_json, self.kb.model.count_tokens))
 
     def search_text(self, params: JsonObject) -> JsonObject:
-        """What `knowledge search` prints, so a warm CLI call needs neither click nor the records to print it."""
+        """What `knowledge search` prints, held to its budget as printed, so a warm CLI call needs neither click nor
+        the records to print it."""
         request = SearchRequest.from_params(params)
-        return {"text": response_to_text(self.kb.search(request), request.files_only, request.exact)}
+
+        def printed(response: SearchResponse) -> str:
+            return response_to_text(response, request.files_only, request.exact)
+
+        response = fit_printed(self.kb.search(request), printed, hit_text, self.kb.model.count_tokens)
+        return {"text": printed(response)}
 
     def source(self, params: JsonObject) -> JsonObject:
         chunk_id = _str(params, "id", required=False)
