@@ -5,6 +5,7 @@ on the facade and the shared records alone (tests/test_layers.py)."""
 
 from __future__ import annotations
 
+import importlib.util
 import shutil
 import sys
 from collections.abc import Callable
@@ -157,6 +158,9 @@ def hook_log(path: Path) -> Path:
 
 
 # ---- agents ---------------------------------------------------------------------------------------------------
+GENERIC_CLIENT = "claude"  # its project file, `.mcp.json`, is the one other agents read too
+
+
 def plan_agents(
     root: Path,
     clients: tuple[str, ...],
@@ -164,24 +168,37 @@ def plan_agents(
     remove: bool,
     url: str | None = None,
     token_variable: str = "KNOWLEDGE_TOKEN",
-) -> tuple[list[str], list[Change]]:
-    """The clients set up (those named, else those whose config folders exist) and the file changes to make: a local
-    stdio server, or with `url` a `knowledge mcp --http` there (token from `token_variable`)."""
+) -> tuple[list[str], list[Change], str | None]:
+    """The clients set up (those named, else those whose config folders exist), the file changes to make (a local
+    stdio server, or with `url` a `knowledge mcp --http` there, token from `token_variable`) and a note to say."""
     home = Path.home()
     chosen = list(clients) or agent_config.detect(root, home, scope)
+    documents, note = None, None
+    if not chosen and scope == "project" and not remove:
+        # No agent's folder yet: the files every agent can be pointed at, a project `.mcp.json` and AGENTS.md
+        chosen, documents = [GENERIC_CLIENT], ("AGENTS.md",)
+        note = (
+            "no agent's config folder found here: wrote the project's .mcp.json (Claude Code reads it; other agents "
+            f"can be pointed at it) and AGENTS.md; name an agent with --client {'|'.join(sorted(CLIENTS))}"
+        )
     if not chosen:
         raise KnowledgeError(
             f"no agent's config folder found in {'this repository' if scope == 'project' else home}; "
             f"name one: --client {'|'.join(sorted(CLIENTS))}"
+        )
+    if url is None and not remove and importlib.util.find_spec("mcp") is None:
+        raise KnowledgeError(
+            "the MCP server needs the official MCP SDK, which is not installed here: "
+            "pip install 'repo-knowledge[mcp]' (in this environment), then run this again"
         )
     if url is not None and not url.startswith(("http://", "https://")):
         raise KnowledgeError(f"--url {url}: expected an http:// or https:// address of `knowledge mcp --http`")
     server: list[str] | agent_config.Remote = (
         agent_config.Remote(url, token_variable)
         if url is not None
-        else agent_config.server_command(shutil.which("knowledge"), sys.executable)
+        else agent_config.server_command(shutil.which("knowledge"), sys.executable, sys.prefix != sys.base_prefix)
     )
-    return chosen, agent_config.plan(root, home, chosen, scope, server, remove=remove)
+    return chosen, agent_config.plan(root, home, chosen, scope, server, remove=remove, documents=documents), note
 
 
 def apply_agent_changes(changes: list[Change]) -> None:

@@ -136,7 +136,13 @@ def detect(root: Path, home: Path, scope: str) -> list[str]:
 
 
 def plan(
-    root: Path, home: Path, clients: list[str], scope: str, command: list[str] | Remote, remove: bool = False
+    root: Path,
+    home: Path,
+    clients: list[str],
+    scope: str,
+    command: list[str] | Remote,
+    remove: bool = False,
+    documents: tuple[str, ...] | None = None,
 ) -> list[Change]:
     """The file changes that install (or with `remove`, uninstall) the server entry and the instructions: a local
     server started by `command` (stdio), or a `Remote` one over HTTP with a bearer token."""
@@ -165,7 +171,8 @@ def plan(
         changes.append(Change(path, before, after, within, 0o644 if scope == "project" else 0o600))
     if scope == "project":
         seen: set[Path] = set()
-        for document in dict.fromkeys(["AGENTS.md", *(CLIENTS[n].instructions for n in clients)]):
+        named = documents if documents is not None else ("AGENTS.md", *(CLIENTS[n].instructions for n in clients))
+        for document in dict.fromkeys(named):
             path = gated_path(root, root / document, follow_final=True)
             if path in seen:  # CLAUDE.md -> AGENTS.md: one file, one section
                 continue
@@ -196,11 +203,12 @@ def apply(changes: list[Change]) -> None:
             write_file(change.within, change.path, change.after, mode=change.mode, follow_final=True)
 
 
-def server_command(on_path: str | None, interpreter: str) -> list[str]:
-    """`knowledge mcp` when the `knowledge` on PATH is this installation's (a config others can share); else this
-    installation's script by its full path, or `python -m knowledge`."""
+def server_command(on_path: str | None, interpreter: str, in_virtualenv: bool = False) -> list[str]:
+    """`knowledge mcp` when the `knowledge` on PATH is this installation's and outside a virtual environment (an
+    agent started from a desktop, without this shell's activated venv, finds it too); else this installation's
+    script by its full path, or `python -m knowledge`."""
     here = Path(interpreter).parent
-    if on_path and Path(on_path).parent == here:
+    if on_path and Path(on_path).parent == here and not in_virtualenv:
         return ["knowledge", "mcp"]
     script = here / "knowledge"
     return [str(script), "mcp"] if script.exists() else [interpreter, "-m", "knowledge", "mcp"]

@@ -2,6 +2,7 @@
 nothing, uninstall restores the file, and the written command line starts an MCP server the official client talks to."""
 
 import asyncio
+import json
 import os
 import re
 import socket
@@ -106,11 +107,41 @@ def test_dry_run_prints_the_diff_and_writes_nothing(git_repo):
     assert not (git_repo / "AGENTS.md").exists()
 
 
-def test_no_client_found_is_one_line_naming_the_option(git_repo):
+def test_a_bare_repository_gets_a_project_mcp_json_and_agents_md_and_is_told_so(git_repo, tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
     commit(git_repo, {"README.md": "# r\n"})
     result = CliRunner().invoke(cli, ["-C", str(git_repo), "agents", "install"])
+    assert result.exit_code == 0, result.output
+    assert "no agent's config folder found here: wrote the project's .mcp.json" in result.output
+    assert "knowledge" in json.loads((git_repo / ".mcp.json").read_text())["mcpServers"]
+    assert "knowledge:begin" in (git_repo / "AGENTS.md").read_text()
+    assert not (git_repo / "CLAUDE.md").exists()
+    result = CliRunner().invoke(cli, ["-C", str(git_repo), "agents", "uninstall", "--scope", "user"])
+    assert result.exit_code == 1  # nothing to guess for the home folder
+    assert "no agent's config folder found in" in result.output
+
+
+def test_a_local_server_config_needs_the_mcp_sdk_and_says_how_to_add_it(git_repo, monkeypatch):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "mcp" else real(name, *a))
+    commit(git_repo, {"README.md": "# r\n"})
+    result = CliRunner().invoke(cli, ["-C", str(git_repo), "agents", "install", "--client", "claude"])
     assert result.exit_code == 1
-    assert "no agent's config folder found in this repository; name one: --client claude|codex|" in result.output
+    assert "pip install 'repo-knowledge[mcp]'" in result.output
+    assert not (git_repo / ".mcp.json").exists()
+
+
+def test_the_config_names_the_full_path_of_a_knowledge_inside_a_virtualenv(tmp_path):
+    from knowledge.agent_config import server_command
+
+    bin_dir = tmp_path / "venv" / "bin"
+    bin_dir.mkdir(parents=True)
+    (bin_dir / "knowledge").write_text("#!/bin/sh\n")
+    python = str(bin_dir / "python")
+    assert server_command(str(bin_dir / "knowledge"), python, in_virtualenv=True) == [str(bin_dir / "knowledge"), "mcp"]
+    assert server_command(str(bin_dir / "knowledge"), python, in_virtualenv=False) == ["knowledge", "mcp"]
 
 
 def test_a_broken_config_is_refused_in_one_line_and_left_alone(git_repo):

@@ -53,7 +53,9 @@ def _run(
     token_variable: str = "KNOWLEDGE_TOKEN",
 ) -> None:
     root = repository_root(ctx)
-    chosen, changes = admin.plan_agents(root, clients, scope, remove, url, token_variable)
+    chosen, changes, note = admin.plan_agents(root, clients, scope, remove, url, token_variable)
+    if note:
+        click.echo(note, err=True)
     if dry_run:
         click.echo("".join(change.diff(root) for change in changes), nl=False)
     else:

@@ -23,7 +23,46 @@ EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what grep and cat report
 
 
 class KnowledgeGroup(click.Group):
-    """Turns our errors into one-line messages and unexpected ones into a log file plus exit 3."""
+    """Turns our errors into one-line messages and unexpected ones into a log file plus exit 3, and takes the
+    group's own options after the command too (`knowledge search q --model X`), where the command has none of
+    that name."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if ctx.parent is None:
+            args = self._global_options_first(ctx, args)
+        return super().parse_args(ctx, args)
+
+    def _global_options_first(self, ctx: click.Context, args: list[str]) -> list[str]:
+        takes_value = {
+            name: not param.is_flag for param in self.params if isinstance(param, click.Option) for name in param.opts
+        }
+        position, command = 0, None
+        while position < len(args):  # the command: the first word that is not one of the group's options
+            word = args[position]
+            if word == "--" or not word.startswith("-"):
+                command = self.commands.get(word) if word != "--" else None
+                break
+            position += 1 + (takes_value.get(word, False) and "=" not in word)
+        if command is None:
+            return args
+        owned = _option_names(command)
+        head, tail, moved = args[: position + 1], args[position + 1 :], []
+        kept: list[str] = []
+        index = 0
+        while index < len(tail):
+            word = tail[index]
+            if word == "--":
+                kept += tail[index:]
+                break
+            name = word.split("=", 1)[0]
+            if name.startswith("--") and name in takes_value and name not in owned:
+                value = takes_value[name] and "=" not in word and index + 1 < len(tail)
+                moved += tail[index : index + 1 + value]
+                index += 1 + value
+                continue
+            kept.append(word)
+            index += 1
+        return [*moved, *head, *kept]
 
     def invoke(self, ctx: click.Context) -> Any:  # noqa: ANN401
         try:
@@ -61,6 +100,15 @@ def _log_traceback(ctx: click.Context) -> str:
     except (OSError, KnowledgeError):
         return ""
     return f"; details in {log}"
+
+
+def _option_names(command: click.Command) -> set[str]:
+    """Every option name the command, or any command under it, defines."""
+    names = {name for param in command.params for name in getattr(param, "opts", ())}
+    if isinstance(command, click.Group):
+        for inner in command.commands.values():
+            names |= _option_names(inner)
+    return names
 
 
 _STORAGE_ERRNOS = {errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOSPC, errno.EDQUOT}

@@ -10,6 +10,7 @@ import click
 from ..render import report_summary, status_from_dict, status_to_text
 from ..request import SearchRequest
 from .context import ask, emit, open_kb
+from .guard import EXIT_PROBLEMS
 from .progress import ProgressPrinter
 
 if TYPE_CHECKING:
@@ -18,7 +19,7 @@ if TYPE_CHECKING:
 
 @click.command("search")
 @click.argument("query")
-@click.option("-k", type=click.IntRange(min=1, max=100), help="Most results to return.")
+@click.option("-k", "--top-k", "k", type=click.IntRange(min=1, max=100), help="Most results to return.")
 @click.option("--threshold", type=click.FloatRange(-1, 1), help="Drop results below this cosine similarity.")
 @click.option(
     "--full-threshold",
@@ -88,6 +89,8 @@ def search_command(
     """
     if exact + substring + regex > 1:
         raise click.UsageError("choose one of --exact, --substring and --regex")
+    if not query.strip():
+        raise click.UsageError("QUERY is empty: say what to look for")
     request = SearchRequest(
         query=query,
         k=k,
@@ -138,3 +141,5 @@ def status_command(ctx: click.Context, as_json: bool, verbose: bool) -> None:
     """
     data = ask(ctx, "status", kb=lambda: open_kb(ctx))
     emit(data, as_json, lambda: status_to_text(status_from_dict(data), verbose))
+    if not data.get("exists"):
+        ctx.exit(EXIT_PROBLEMS)  # no index: a script checking `knowledge status` must not go on as if there were

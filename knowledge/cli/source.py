@@ -23,28 +23,42 @@ _SPEC = re.compile(r"^(?P<path>.+?)(?::(?P<start>\d+)(?:-(?P<end>\d+))?)?$")
 @click.option("--remote", metavar="URL", help="Ask a `knowledge serve` at URL (token from KNOWLEDGE_TOKEN).")
 @click.pass_context
 def show_command(ctx: click.Context, spec: str | None, chunk_id: str | None, as_json: bool, remote: str | None) -> None:
-    """Print exact current source with line numbers: PATH, PATH:START or PATH:START-END.
+    """Print exact current source with line numbers: PATH, PATH:START, PATH:START-END, or a result's id.
 
-    Paths outside the repository root are refused.
+    A PATH is read from the current folder when it is there, else from the repository's root; paths outside the
+    repository are refused.
 
     \b
     knowledge show docs/hooks.md:10-24
-    knowledge show --id docs/hooks.md#install
+    knowledge show docs/hooks.md#install          # an id copied from --json
     """
     if bool(spec) == bool(chunk_id):
-        raise click.UsageError("give PATH[:START[-END]] or --id CHUNK_ID")
+        raise click.UsageError("give PATH[:START[-END]], a result's id, or --id CHUNK_ID")
+    if spec and "#" in spec and not Path(spec).exists():
+        spec, chunk_id = None, spec  # `path#slug`: an id, as search results print them
     params: dict[str, object] = {"id": chunk_id}
     if spec:
         match = _SPEC.match(spec)
         assert match is not None
         start = int(match["start"]) if match["start"] else None
         end = int(match["end"]) if match["end"] else start
-        params = {"path": match["path"], "start": start, "end": end}
+        path = match["path"] if remote else _from_here(ctx, match["path"])
+        params = {"path": path, "start": start, "end": end}
     data = ask(ctx, "source", params, remote=remote)
     if data.get("note") and not as_json:
         click.echo(f"note: {data['note']}", err=True)
     text = SourceText(data["path"], data["line_start"], data["line_end"], data["total_lines"], tuple(data["lines"]))
     emit(data, as_json, lambda: source_to_text(text))
+
+
+def _from_here(ctx: click.Context, path: str) -> str:
+    """`path` relative to the repository's root: from the current folder when it names a file there."""
+    here = Path(path)
+    if here.is_absolute() or not here.exists():
+        return path
+    with contextlib.suppress(ValueError):
+        return here.resolve().relative_to(repository_root(ctx)).as_posix()
+    return path
 
 
 @click.command("docs-for")
