@@ -157,6 +157,7 @@ class Settings:
     budget: int = 2000
     redact_secrets: bool = True
     rank_rules: bool = True  # the code ranking rules (definition, file names, path priors, variety)
+    drift_changelogs: bool = False  # a changelog's broken references fail `drift` too (they name old APIs by design)
     secret_patterns: tuple[str, ...] = ()  # regular expressions redacted besides the built-in detectors
     secret_files: tuple[str, ...] = DEFAULT_SECRET_FILES  # file-name globs never read
     store: str = "local"  # "local" (.knowledge/) or a postgresql:// URL of a shared database (no password in it)
@@ -175,6 +176,7 @@ ENV_VARS: dict[str, tuple[str, ...]] = {
     "budget": ("KNOWLEDGE_BUDGET", "SEARCH_CONTEXT_TOKEN_LIMIT"),
     "redact_secrets": ("KNOWLEDGE_REDACT_SECRETS",),
     "rank_rules": ("KNOWLEDGE_RANK_RULES",),
+    "drift_changelogs": ("KNOWLEDGE_DRIFT_CHANGELOGS",),
     "store": ("KNOWLEDGE_STORE",),
     "store_repository": ("KNOWLEDGE_STORE_REPOSITORY",),
 }
@@ -215,7 +217,7 @@ def _coerce(name: str, value: Any, origin: str) -> Any:  # noqa: ANN401 - valida
                 except PatternError as exc:
                     raise fail(str(exc)) from None
             return tuple(value)
-        if name in {"redact_secrets", "rank_rules"}:
+        if name in {"redact_secrets", "rank_rules", "drift_changelogs"}:
             if isinstance(value, bool):
                 return value
             if str(value).lower() in {"1", "true", "yes", "on"}:

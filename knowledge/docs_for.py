@@ -3,11 +3,23 @@
 from __future__ import annotations
 
 from .records import Chunk, SearchHit
-from .references import distinctive, split
+from .references import distinctive, is_history, split
 
 
 def _qualified(chunk: Chunk) -> str:
     return f"{chunk.parent}.{chunk.symbol}" if chunk.parent else chunk.symbol
+
+
+def _module_qualified(chunk: Chunk) -> set[str]:
+    """`pkg.mod.Class.method`, `mod.Class.method`: the names a doc writes with the module's dotted path in front
+    (`src/pkg/mod.py` is `pkg.mod`; a package's `__init__` is the package)."""
+    parts = chunk.path.rsplit(".", 1)[0].split("/")
+    if parts and parts[0] in {"src", "lib"}:
+        parts = parts[1:]
+    if parts and parts[-1] == "__init__":
+        parts = parts[:-1]
+    public = [part for part in parts if not part.startswith("_")]  # `pkg._impl.f`, re-exported as `pkg.f`
+    return {".".join([*p[start:], _qualified(chunk)]) for p in (parts, public) for start in range(len(p))}
 
 
 def _short(name: str) -> str:
@@ -34,6 +46,7 @@ def docs_for(target: str, docs: dict[int, Chunk], code: dict[int, Chunk], known_
     if symbol is not None:
         entities = [c for c in entities if symbol in {_qualified(c), c.symbol}]
     names = {_qualified(c) for c in entities} | ({symbol} if symbol else set())
+    names |= {full for c in entities for full in _module_qualified(c)}
     # A bare name in a doc (`status`) ties it to a method only when that method was asked for (by line or name):
     # for a whole file, only top-level entities and qualified names count.
     # A bare name asked for (`reindex_changes`) matches as written; a method found by line matches by its bare name
@@ -49,6 +62,7 @@ def docs_for(target: str, docs: dict[int, Chunk], code: dict[int, Chunk], known_
         best: tuple[float, str] | None = None
         for reference in chunk.references:
             kind, named, ref_line = split(reference)
+            named = named.removesuffix("()") if kind == "symbol" else named
             score = 0.0
             if kind in {"link", "path"} and path is not None and named == path:
                 near = line is None or ref_line is None or any(c.line_start <= ref_line <= c.line_end for c in entities)
@@ -78,4 +92,17 @@ def docs_for(target: str, docs: dict[int, Chunk], code: dict[int, Chunk], known_
                 commit=chunk.commit,
                 reference=best[1],
             )
-    return sorted(hits.values(), key=lambda h: (-(h.score or 0), h.path, h.line_start))
+    # A changelog's entries come after the sections that document the target; among equals, a section whose own
+    # heading names it (a section about the symbol) before one that mentions it in a list.
+    asked = {_short(n).lower() for n in names} | (
+        {path.rsplit("/", 1)[-1].rsplit(".", 1)[0].lower()} if path else set()
+    )
+
+    def about(hit: SearchHit) -> bool:
+        heading = hit.section.rsplit(" > ", 1)[-1].lower()
+        return any(name and name in heading for name in asked)
+
+    return sorted(
+        hits.values(),
+        key=lambda h: (is_history(h.path, h.section), -(h.score or 0), not about(h), h.path, h.line_start),
+    )

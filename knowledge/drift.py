@@ -3,6 +3,7 @@ and references that no longer resolve (a deleted or moved file, a renamed or rem
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -10,7 +11,7 @@ from pathlib import Path
 from . import git
 from .chunking.outline import Definition, outline
 from .records import Chunk, DriftItem
-from .references import distinctive, split
+from .references import distinctive, is_history, split
 
 DOC_SUFFIXES = (".md", ".markdown", ".mdx")
 
@@ -91,6 +92,11 @@ def _file_summary(history: _History, base: str, path: str) -> str:
     return "; ".join(parts)
 
 
+# A link target that never was a file and has no file's suffix (none, or a name's: `.JSONRenderer`, `.processors`);
+# an upper-case name with none (`LICENSE`, `README`) is a file's
+_LABEL = re.compile(r"^(?=[^.]*[a-z])[^.]+$|^.*\.(?![a-z0-9]{1,5}$)[^.]+$")
+
+
 def _check_path(
     history: _History, chunk: Chunk, base: str, kind: str, path: str
 ) -> tuple[str, str, list[tuple[str, str]]] | None:
@@ -111,7 +117,9 @@ def _check_path(
         summary = f"{path} changed in {len(commits)} commit(s), {lines} line(s)" + (f": {detail}" if detail else "")
         return "changed", summary, commits
     if not history.existed(base, path):
-        return ("broken", f"{path} does not exist", []) if kind == "link" else None
+        if kind != "link" or _LABEL.match(path.rsplit("/", 1)[-1]):
+            return None  # `[text](filtering)`: a MyST/Sphinx label or object (`structlog.processors.X`), no file
+        return "broken", f"{path} does not exist", []
     moved = history.renames(base).get(path)
     commits = history.touching(base, path)[:1]
     if moved:
@@ -221,6 +229,9 @@ def find_drift(root: Path, docs: dict[int, Chunk], code: dict[int, Chunk], since
                         summary=summary,
                         commits=tuple((sha, subject) for sha, subject in commits),
                         changed_lines=lines,
+                        history=is_history(chunk.path, chunk.section),
                     )
                 )
-    return sorted(items, key=lambda i: (i.status != "broken", -(i.changed_lines + 10 * len(i.commits)), i.path))
+    return sorted(
+        items, key=lambda i: (i.history, i.status != "broken", -(i.changed_lines + 10 * len(i.commits)), i.path)
+    )

@@ -199,6 +199,7 @@ class DriftItem:
     summary: str  # one line: what changed
     commits: tuple[tuple[str, str], ...] = ()  # (commit, subject), newest first
     changed_lines: int = 0
+    history: bool = False  # a changelog's section: it names old APIs by design, so it fails nothing by default
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,6 +21,18 @@ _SYMBOL_LIKE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:(?:\.|::|#)[A-Za-z_][A-Za-
 _NOT_SYMBOLS = frozenset({"true", "false", "null", "none", "nil", "self", "this", "yes", "no"})
 
 
+_HISTORY_FILE = re.compile(r"^(changes|changelog|history|news|releases?|release-notes)([._-].*)?$", re.IGNORECASE)
+_VERSION_HEADING = re.compile(r"^\[?(v(ersion)?\s*)?\d+\.\d+(\.\d+)?\b", re.IGNORECASE)
+
+
+def is_history(path: str, section: str) -> bool:
+    """A changelog's section (CHANGES.md, CHANGELOG, HISTORY, NEWS, release notes) or a version-titled one
+    (`## 8.1.0`, `Version 2.0 (2024-01-01)`): history, which names old APIs by design."""
+    stem = path.rsplit("/", 1)[-1].rsplit(".", 1)[0]
+    heading = section.rsplit(" > ", 1)[-1].strip()
+    return bool(_HISTORY_FILE.match(stem) or _VERSION_HEADING.match(heading))
+
+
 def _normal_path(path: str) -> str | None:
     path = posixpath.normpath(path)
     if path.startswith(("../", "/")) or path in {".", ".."}:
@@ -39,7 +51,7 @@ def _link_target(target: str, doc_path: str) -> str | None:
 
 
 def _code_reference(span: str) -> str | None:
-    span = span.strip()
+    span = span.strip().lstrip("~!")  # MyST/Sphinx roles: {class}`~pkg.Name` shows `Name`, names `pkg.Name`
     match = _PATH_LIKE.match(span)
     if match and ("/" in span or match.group(1)):
         path, _, line = span.partition(":")
@@ -54,10 +66,15 @@ def _code_reference(span: str) -> str | None:
     return None
 
 
-def extract(content: str, doc_path: str) -> tuple[str, ...]:
-    """References in one section's Markdown (code blocks skipped), in order of appearance, without repeats."""
+def in_fence(lines: list[str]) -> bool:
+    """Whether the text after `lines` is inside a fenced code block (a section's part that starts mid-block)."""
+    return sum(1 for line in lines if _FENCE.match(line)) % 2 == 1
+
+
+def extract(content: str, doc_path: str, fenced: bool = False) -> tuple[str, ...]:
+    """References in one section's Markdown (code blocks skipped), in order of appearance, without repeats;
+    `fenced`: the content starts inside a code block."""
     found: list[str] = []
-    fenced = False
     for line in content.split("\n"):
         if _FENCE.match(line):
             fenced = not fenced

@@ -290,8 +290,9 @@ def search_from_dict(data: JsonObject) -> SearchResponse:
 def drift_to_dict(items: list[DriftItem]) -> JsonObject:
     return {
         "format_version": SEARCH_FORMAT_VERSION,
-        "broken": sum(1 for i in items if i.status == "broken"),
-        "changed": sum(1 for i in items if i.status == "changed"),
+        "broken": sum(1 for i in items if i.status == "broken" and not i.history),
+        "changed": sum(1 for i in items if i.status == "changed" and not i.history),
+        "history": sum(1 for i in items if i.history),
         "items": [{**asdict(i), "commits": [{"commit": c, "subject": s} for c, s in i.commits]} for i in items],
     }
 
@@ -306,7 +307,7 @@ def drift_to_github(items: list[DriftItem]) -> str:
     reference, a warning for code that changed after its doc."""
     out = []
     for item in items:
-        level = "error" if item.status == "broken" else "warning"
+        level = "notice" if item.history else "error" if item.status == "broken" else "warning"
         where = f"file={_workflow_escape(item.path, True)},line={item.line_start},endLine={item.line_end}"
         title = _workflow_escape(f"knowledge drift: {item.status} reference {item.reference}", True)
         out.append(f"::{level} {where},title={title}::{_workflow_escape(item.summary)}")
@@ -333,7 +334,7 @@ def drift_to_sarif(items: list[DriftItem]) -> JsonObject:
                 "results": [
                     {
                         "ruleId": rules[item.status][0],
-                        "level": "error" if item.status == "broken" else "warning",
+                        "level": "note" if item.history else "error" if item.status == "broken" else "warning",
                         "message": {"text": f"{item.reference}: {item.summary}"},
                         "locations": [
                             {
@@ -355,13 +356,22 @@ def drift_to_text(items: list[DriftItem]) -> str:
     if not items:
         return "No drift: every doc reference is where the docs say, and unchanged since the docs were.\n"
     out = []
-    for item in items:
-        out.append(f"{item.status:7}  {item.path}:{item.line_start}-{item.line_end}  {item.section}")
-        out.append(f"         {item.summary}")
-        for commit, subject in item.commits[:5]:
-            out.append(f"         {commit[:10]} {_clip(subject, 90)}")
-    broken = sum(1 for i in items if i.status == "broken")
-    out.append(f"{broken} broken reference(s), {len(items) - broken} changed since the docs were written")
+    current = [i for i in items if not i.history]
+    history = [i for i in items if i.history]
+    for heading, group in (
+        ("", current),
+        ("history (changelogs name old APIs by design; they fail nothing):", history),
+    ):
+        if heading and group:
+            out.append(heading)
+        for item in group:
+            out.append(f"{item.status:7}  {item.path}:{item.line_start}-{item.line_end}  {item.section}")
+            out.append(f"         {item.summary}")
+            for commit, subject in item.commits[:5]:
+                out.append(f"         {commit[:10]} {_clip(subject, 90)}")
+    broken = sum(1 for i in current if i.status == "broken")
+    tail = f"{broken} broken reference(s), {len(current) - broken} changed since the docs were written"
+    out.append(tail + (f"; {len(history)} in changelogs, apart" if history else ""))
     return "\n".join(out) + "\n"
 
 

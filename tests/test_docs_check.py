@@ -357,3 +357,41 @@ def test_drift_in_a_repository_with_no_index_and_no_model_reads_the_files(git_re
     assert [(i.path, i.status, i.summary) for i in indexed.drift()] == [
         (i.path, i.status, i.summary) for i in unindexed
     ]
+
+
+def test_a_changelog_is_history_apart_and_fails_nothing_unless_asked(drifted, monkeypatch):
+    """CHANGES.md names the API as it was (`save`, renamed since): listed apart, exit 0 by default; the setting
+    `drift_changelogs` makes it fail again. A doc section that names `save` still fails."""
+    root, _ = drifted
+    changes = "# Changes\n\n## 1.2.0\n\n- `load_config` reads [the utilities](src/util.py).\n"
+    guide = GUIDE.replace("Records go through `save()`.", "").replace("See [the utilities](../src/util.py).", "")
+    commit(root, {"CHANGES.md": changes, "docs/guide.md": guide})
+    kb = open_kb(root)
+    kb.reindex_all()
+    items = kb.drift()
+    history = [item for item in items if item.history]
+    assert {item.path for item in history} == {"CHANGES.md"}
+    assert not any(item.status == "broken" for item in items if not item.history)
+    run = CliRunner().invoke(cli, ["-C", str(root), "drift"], obj={"embedder_factory": None})
+    assert run.exit_code == 0, run.output
+    assert "history (changelogs name old APIs by design; they fail nothing):" in run.output
+    data = json.loads(CliRunner().invoke(cli, ["-C", str(root), "drift", "--json"]).stdout)
+    assert data["history"] == len(history)
+    assert data["broken"] == 0
+    monkeypatch.setenv("KNOWLEDGE_DRIFT_CHANGELOGS", "true")
+    assert CliRunner().invoke(cli, ["-C", str(root), "drift"]).exit_code == 1
+
+
+def test_a_label_link_is_no_broken_file_and_a_part_that_starts_in_a_code_block_keeps_its_references(git_repo):
+    from knowledge.references import in_fence
+
+    body = "# Guide\n\n## Use\n\n```python\nx = 1\n```\n\nSee `~pkg.mod.Thing` and [filtering](filtering).\n"
+    lines = body.split("\n")
+    assert in_fence(lines[:5])  # after the opening fence
+    assert extract("x = 1\n```\n\nSee {class}`~pkg.mod.Thing`.", "docs/g.md", fenced=True) == ("symbol:pkg.mod.Thing",)
+    commit(git_repo, {"docs/g.md": body, "src/pkg/mod.py": "class Thing:\n    pass\n", "LICENSE.md": "MIT\n"})
+    kb = open_kb(git_repo)
+    kb.reindex_all()
+    assert kb.drift() == []  # `filtering` is a MyST label, never a file
+    hits = kb.docs_for("Thing")
+    assert [h.path for h in hits] == ["docs/g.md"]  # `pkg.mod.Thing` names src/pkg/mod.py's Thing

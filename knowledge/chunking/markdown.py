@@ -14,7 +14,7 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from ..records import Chunk, FileProblem, SourceFile
-from ..references import extract, from_front_matter
+from ..references import extract, from_front_matter, in_fence
 from .ids import unique_chunk_id
 
 CHUNKER_VERSION = 4  # 3: sections record their references; 4: label lines join the section they label
@@ -316,7 +316,10 @@ def chunk_markdown(source: SourceFile, max_tokens: int, count_tokens: Callable[[
                     content_hash=hashlib.sha256(embed_text.encode("utf-8")).hexdigest(),
                     tags=meta.tags,
                     references=tuple(
-                        dict.fromkeys((doc_references if not chunks else ()) + extract(content, source.path))
+                        dict.fromkeys(
+                            (doc_references if not chunks else ())
+                            + extract(content, source.path, in_fence(section.lines[: segments[start].line]))
+                        )
                     ),
                 )
             )

@@ -46,20 +46,22 @@ def lint_command(ctx: click.Context) -> None:
 @click.pass_context
 def drift_command(ctx: click.Context, since: str | None, as_json: bool, output: str) -> None:
     """Doc sections whose referenced code changed after them, and references that no longer resolve; exit 1 if any
-    reference is broken (a deleted or moved file, a renamed or removed function).
+    reference is broken (a deleted or moved file, a renamed or removed function). A changelog's sections are history:
+    listed apart, they fail nothing unless the setting `drift_changelogs` is true.
 
     \b
     knowledge drift
     knowledge drift --since origin/main --json
     knowledge drift --since origin/main --format github
     """
-    items = open_kb(ctx).drift(since)
+    kb = open_kb(ctx)
+    items = kb.drift(since)
     output = "json" if as_json else output
     if output in ("json", "sarif"):
         emit(drift_to_dict(items) if output == "json" else drift_to_sarif(items), True, str)
     else:
         click.echo(drift_to_github(items) if output == "github" else drift_to_text(items), nl=False)
-    if any(item.status == "broken" for item in items):
+    if any(item.status == "broken" and (kb.settings.drift_changelogs or not item.history) for item in items):
         ctx.exit(EXIT_PROBLEMS)
 
 
