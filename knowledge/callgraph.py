@@ -10,6 +10,15 @@ MAX_EDGES = 20
 NAME_CANDIDATE_DEFINITIONS = 3  # a member call of unknown receiver names a method of this few definitions at most
 
 
+def _is_part(chunk: Chunk) -> bool:
+    return "~" in chunk.id.rsplit("#", 1)[-1]
+
+
+def _head_id(chunk: Chunk) -> str:
+    """The id of the entity's first part (`path#name` for `path#name~3`)."""
+    return chunk.id.rsplit("~", 1)[0] if _is_part(chunk) else chunk.id
+
+
 def _ref(chunk: Chunk, resolved: str) -> dict[str, str | int]:
     name = f"{chunk.parent}.{chunk.symbol}" if chunk.parent else chunk.symbol
     return {"name": name, "path": chunk.path, "line": chunk.line_start, "resolved": resolved}
@@ -23,19 +32,28 @@ class CallGraph:
     member call `x.f()` (recorded as ".f"), whose receiver type is unknown, resolves to methods named `f` in the same
     file, so `path.exists()` is not taken for some unrelated `exists` method; these are `resolved: "name"`. Among the
     callers of a method, member calls from other files are listed too, as `"name"` candidates, when few entities
-    define that name. Names nothing defines are dropped.
+    define that name. Names nothing defines are dropped. A long entity split into parts (`id~2`, `id~3`) is one
+    entity: every part's calls are its calls, and a call in any part makes it the caller.
     """
 
     def __init__(self, chunks: list[Chunk]) -> None:
         self._by_name: dict[str, list[Chunk]] = defaultdict(list)
         self._callers: dict[str, list[Chunk]] = defaultdict(list)
         self._exact_callers: dict[str, list[Chunk]] = defaultdict(list)  # "path::Qual" or "module:m::Qual" calls
+        heads = {chunk.id: chunk for chunk in chunks if not _is_part(chunk)}
+        self._heads = heads
+        self._calls: dict[str, list[str]] = defaultdict(list)  # an entity's calls, over all its parts
         for chunk in chunks:
-            if chunk.symbol and chunk.symbol_kind and "~" not in chunk.id.rsplit("#", 1)[-1]:
+            owner = heads.get(_head_id(chunk), chunk)
+            if chunk is owner and chunk.symbol and chunk.symbol_kind:
                 self._by_name[chunk.symbol].append(chunk)
-            for name in set(chunk.calls):
-                if "~" not in chunk.id.rsplit("#", 1)[-1]:
-                    (self._exact_callers if "::" in name else self._callers)[name].append(chunk)
+            self._calls[owner.id].extend(chunk.calls)
+        for owner_id, names in self._calls.items():
+            head = heads.get(owner_id)
+            if head is None:
+                continue
+            for name in dict.fromkeys(names):
+                (self._exact_callers if "::" in name else self._callers)[name].append(head)
 
     def _rank(self, origin: Chunk, chunks: list[Chunk]) -> list[Chunk]:
         return sorted(
@@ -66,13 +84,15 @@ class CallGraph:
 
     def calls(self, chunk: Chunk) -> tuple[dict[str, str | int], ...]:
         found: dict[str, tuple[Chunk, str]] = {}
-        for call in chunk.calls:
+        for call in dict.fromkeys(self._calls.get(_head_id(chunk)) or chunk.calls):
             for target in self._targets(chunk, call):
                 if target.id != chunk.id:
                     found.setdefault(target.id, (target, "exact" if "::" in call else "name"))
         return tuple(_ref(c, how) for c, how in list(found.values())[:MAX_EDGES])
 
     def called_by(self, chunk: Chunk) -> tuple[dict[str, str | int], ...]:
+        """Who calls the entity `chunk` is (any of its parts: a search may answer with its second)."""
+        chunk = self._heads.get(_head_id(chunk), chunk)
         if not chunk.symbol or not chunk.symbol_kind:
             return ()
         exact = [c for call, chunks in self._exact_callers.items() for c in chunks if chunk in self._exact(call)]

@@ -492,3 +492,44 @@ def test_the_model_reads_names_as_words_only_where_the_tokenizer_cannot_see_them
     chunks = {c.symbol: c for c in chunked("models.py", method, max_tokens=384).chunks}
     header = chunks["json"].embed_text.partition("\n")[0]
     assert header == "models.py (python) method json in HTTPResponse: json of http response"
+
+
+def test_a_call_in_the_third_part_of_a_split_function_makes_it_a_caller(git_repo):
+    """A long function is chunked into parts (`id~2`, `id~3`); the call in its last part is its call: the callee
+    lists it among its callers, and it lists the callee among its calls."""
+    filler = "".join(f"    step_{i} = value_{i} + other_{i} * third_{i}\n" for i in range(60))
+    source = (
+        "def parse_args(ctx, args):\n    return args\n\n\n"
+        f"def make_context(info, args):\n{filler}    return parse_args(info, args)\n"
+    )
+    commit(git_repo, {"src/core.py": source})
+    kb = kb_for(git_repo)
+    kb.reindex_all()
+    ids = {c.id for c in kb.index("code").all_chunks().values()}
+    assert {"src/core.py#make_context~2", "src/core.py#make_context~3"} <= ids  # split, the call in a late part
+    callee = next(h for h in kb.search("parse_args", kind="code", threshold=-1).results if h.symbol == "parse_args")
+    assert [ref["name"] for ref in callee.called_by] == ["make_context"]
+    caller = next(h for h in kb.search("make_context", kind="code", threshold=-1).results if h.symbol == "make_context")
+    assert "parse_args" in [ref["name"] for ref in caller.calls]
+    # an answer that is a later part of an entity still knows the entity's callers
+    from knowledge.callgraph import CallGraph
+
+    chunks = list(kb.index("code").all_chunks().values())
+    graph = CallGraph(chunks)
+    part = next(c for c in chunks if c.id == "src/core.py#parse_args")
+    later = next(c for c in chunks if c.id == "src/core.py#make_context~3")
+    assert [ref["name"] for ref in graph.called_by(part)] == ["make_context"]
+    assert [ref["name"] for ref in graph.calls(later)] == ["parse_args"]
+    # a long method, answered by its third part, still lists the method that calls it exactly (`self.run()`)
+    body = filler.replace("\n    ", "\n        ").replace("    step_0", "        step_0", 1)
+    methods = (
+        f"class Command:\n    def run(self, args):\n{body}        return args\n\n"
+        "    def main(self):\n        return self.run([])\n"
+    )
+    commit(git_repo, {"src/command.py": methods})
+    kb.reindex_all()
+    chunks = list(kb.index("code").all_chunks().values())
+    third = next(c for c in chunks if c.id == "src/command.py#Command.run~3")
+    assert {"name": "Command.main", "path": "src/command.py", "line": 65, "resolved": "exact"} in CallGraph(
+        chunks
+    ).called_by(third)
