@@ -204,7 +204,8 @@ def embed_in_background(root: Path, model: str, variant: str) -> bool:
     log = index_dir(root) / "logs" / "embed.log"
     with os.fdopen(open_append(root, log), "ab") as out:
         subprocess.Popen(
-            [sys.executable, "-m", "knowledge", "-C", str(root), "--model", model, "--variant", variant, "embed", "-q"],
+            # not quiet: off a terminal it writes a plain progress line every few seconds, so embed.log follows it
+            [sys.executable, "-m", "knowledge", "-C", str(root), "--model", model, "--variant", variant, "embed"],
             stdin=subprocess.DEVNULL,
             stdout=out,
             stderr=out,

@@ -174,7 +174,9 @@ def test_reindex_all_returns_searchable_and_the_vectors_arrive_in_the_background
         time.sleep(0.5)
     assert status["dense_coverage"] == 1.0
     assert status["model"].startswith("all-MiniLM-L6-v2")
-    assert (git_repo / ".knowledge" / "logs" / "embed.log").is_file()
+    log = (git_repo / ".knowledge" / "logs" / "embed.log").read_text()
+    assert "embedding docs: " in log  # the fill's progress lines, as it goes
+    assert "embedded " in log
     waited = knowledge("reindex-all", "--wait")
     assert waited.returncode == 0
     assert json.loads(knowledge("search", "hooks", "--json").stdout)["static_coverage"] == 0.0
