@@ -199,7 +199,8 @@ def concurrent(repo: Path, home: Path, url: str, queries: list[str], workers: in
 def as_team_role(server: RunningPostgres) -> str:
     """The URL of a team role set up as docs/teams.md says (`teams setup --role`, `teams grant`), for the one
     repository in the database: what its members search as, with row-level security applied."""
-    from knowledge.store.pg_schema import allow_member_role, connect, grant
+    from knowledge.store.pg_access import grant
+    from knowledge.store.pg_schema import allow_member_role, connect
 
     conn = connect(server.url())
     conn.execute("CREATE ROLE knowledge_members NOLOGIN")

@@ -17,8 +17,9 @@ from .agent_config import CLIENTS, SCOPES, Change
 from .config import MODEL_VARIANTS, Settings, load_settings, redact_url
 from .embedding import MODELS, model_spec
 from .errors import KnowledgeError
-from .fs import INDEX_DIR_NAME, gated_path, make_dirs, open_append, write_file
+from .fs import gated_path, make_dirs, open_append, write_file
 from .git import repo_root
+from .records import INDEX_DIR_NAME
 
 __all__ = ["CLIENTS", "MODEL_VARIANTS", "SCOPES", "Change"]
 

@@ -144,7 +144,7 @@ class Settings:
     """Resolved settings; thresholds left None mean "use the model's calibrated value"."""
 
     model: str = "all-mpnet-base-v2"
-    model_variant: str = "fp32"
+    model_variant: str = "fp32"  # unset, the facade resolves it: an index's own, else the model's (mpnet: int8)
     home: Path = Path()
     include: tuple[str, ...] = DEFAULT_DOC_INCLUDE
     exclude: tuple[str, ...] = DEFAULT_FIXTURE_EXCLUDE

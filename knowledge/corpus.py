@@ -12,7 +12,7 @@ from .config import Settings
 from .globs import glob_to_regex, matches_any
 from .path_gate import Refusal, resolve_inside
 from .patterns import PatternError, name_glob
-from .records import FileProblem, SourceFile
+from .records import INDEX_DIR_NAME, FileProblem, SourceFile
 from .secrets import SecretRedactor
 
 BINARY_SNIFF_BYTES = 8192
@@ -77,7 +77,7 @@ def walk_files(root: Path) -> list[str]:
         for entry in entries:
             rel = f"{rel_folder}/{entry.name}" if rel_folder else entry.name
             is_dir = entry.is_dir(follow_symlinks=False)
-            if entry.name in {".git", ".knowledge"} or _ignored(rel, entry.name, is_dir, rules):
+            if entry.name in {".git", INDEX_DIR_NAME} or _ignored(rel, entry.name, is_dir, rules):
                 continue
             if is_dir:
                 stack.append((Path(entry.path), rules))

@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from .errors import IndexLockedError, StorageError, WriteRefusedError
+from .records import INDEX_DIR_NAME
 
 
 def fsync_dir(path: Path) -> None:
@@ -29,9 +30,6 @@ def fsync_dir(path: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
-
-
-INDEX_DIR_NAME = ".knowledge"
 
 
 def private_dir(path: Path) -> None:

@@ -1,4 +1,5 @@
-"""Every git subprocess the package runs; output is read NUL-separated and GIT_* variables are scrubbed."""
+"""Every git subprocess the package runs, with the caller's GIT_* variables scrubbed; file lists are read
+NUL-separated (`-z`) where git offers it."""
 
 from __future__ import annotations
 

@@ -16,10 +16,11 @@ from pathlib import Path
 from . import git
 from .errors import KnowledgeError
 from .fs import private_dir, write_file
+from .records import INDEX_DIR_NAME
 
 HOOK_NAMES = ("post-commit", "post-merge", "post-checkout", "post-rewrite")
 MARKER = "# knowledge-managed-hook"
-LOG = Path(".knowledge") / "logs" / "hook.log"
+LOG = Path(INDEX_DIR_NAME) / "logs" / "hook.log"
 
 # Kept byte-identical to hooks/knowledge-hook by a test; @PYTHON@ is filled in at install time.
 TEMPLATE = """#!/bin/sh

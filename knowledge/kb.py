@@ -4,7 +4,6 @@ something must be embedded (or a query must be, once vectors exist)."""
 from __future__ import annotations
 
 import contextlib
-import json
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import replace
@@ -50,7 +49,7 @@ from .search import resolve_options, search
 from .status import index_status, no_index_status
 from .store import index_dir, lock_path
 from .store.asked import record_asked
-from .store.engines import Engine, engine_for
+from .store.engines import Engine, engine_for, local_manifest
 from .tree_chunks import EstimatedCounter, tree_chunks
 
 
@@ -58,14 +57,9 @@ def default_variant(root: Path, model: str) -> str:
     """The variant when no setting names one: what an existing index of this model was built with (an upgrade
     never invalidates an index), else the model's default."""
     spec = model_spec(model)
-    for kind in KINDS:
-        try:
-            manifest = json.loads((index_dir(root) / f"{kind}.meta.json").read_text(encoding="utf-8"))["manifest"]
-        except (OSError, ValueError, KeyError, TypeError):
-            continue
-        if manifest.get("model_id") == spec.name and manifest.get("model_variant") in MODEL_VARIANTS:
-            return str(manifest["model_variant"])
-    return spec.default_variant
+    manifests = [local_manifest(root, kind) for kind in KINDS]
+    variants = [m.get("model_variant") for m in manifests if m.get("model_id") == spec.name]
+    return next((str(v) for v in variants if v in MODEL_VARIANTS), spec.default_variant)
 
 
 class KnowledgeBase:

@@ -16,8 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .patterns import name_glob
+from .records import INDEX_DIR_NAME
 
-NEVER_SERVED = frozenset({".git", ".knowledge"})
+NEVER_SERVED = frozenset({".git", INDEX_DIR_NAME})
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,5 @@
-"""The ranking policy: every constant that changes the order of results, in one record that can be injected.
+"""The ranking policy: the constants of fusion and the ranking rules, in one record that can be injected (the
+cut's own constants are in search.py).
 
 `RankingPolicy.plain()` is reciprocal rank fusion of the dense and lexical lists and nothing else (`rank_rules =
 false`). What each part is worth on every benchmark of the gate: docs/benchmarks.md §4c.

@@ -1,8 +1,9 @@
 """Code ranking rules on top of the fused candidates: what a name query asks for, what the path says, and variety.
 
 Each rule adds or scales fused score in units of a first-rank vote (1 / (k + 1)), so the rules weigh the same
-against either retriever. They touch code chunks only: prose ranking (SciFact) is left to the fusion tuned for it.
-Every rule's share is recorded on the candidate for `--explain`.
+against either retriever. All but one touch code chunks only (prose ranking, SciFact, is left to the fusion tuned
+for it); `heading_words` lifts a doc section whose heading spells the question, in mixed answers only. Every rule's
+share is recorded on the candidate for `--explain`.
 """
 
 from __future__ import annotations

@@ -11,13 +11,15 @@ JsonObject = dict[str, Any]
 
 REDACTION_NOTE = "secret redacted"  # how a redaction is reported (a file's problem line starts with it)
 
+INDEX_DIR_NAME = ".knowledge"  # the folder under a repository's root that holds its index
+
 
 @dataclass(frozen=True, slots=True)
 class SourceFile:
     """One file chosen for indexing, decoded."""
 
     path: str  # repository-relative, POSIX separators
-    kind: str  # "doc"
+    kind: str  # "doc" or "code", by the include globs that listed it
     text: str
     content_hash: str
     stat: tuple[int, int] = (0, 0)  # (mtime_ns, size) when read: the cheap freshness check
@@ -26,7 +28,7 @@ class SourceFile:
 
 @dataclass(frozen=True, slots=True)
 class Chunk:
-    """One retrievable unit: a doc section (or part of one)."""
+    """One retrievable unit: a doc section or a code entity (function, method, class; or lines), or a part of one."""
 
     id: str
     path: str

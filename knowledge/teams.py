@@ -33,8 +33,8 @@ def setup(settings: Settings, dims: int, roles: tuple[str, ...]) -> list[str]:
 
 def grant(settings: Settings, root: Path, role: str, repository: str = "") -> str:
     """Limit this repository (or `repository`) to members of `role` and those of any other role granted it."""
+    from .store.pg_access import grant as add_grant
     from .store.pg_schema import connect
-    from .store.pg_schema import grant as add_grant
 
     name = repository or repository_identity(root, settings.store_repository)
     with connect(_url(settings)) as conn:
@@ -43,8 +43,8 @@ def grant(settings: Settings, root: Path, role: str, repository: str = "") -> st
 
 
 def revoke(settings: Settings, root: Path, role: str, repository: str = "") -> tuple[str, int]:
+    from .store.pg_access import revoke as remove_grant
     from .store.pg_schema import connect
-    from .store.pg_schema import revoke as remove_grant
 
     name = repository or repository_identity(root, settings.store_repository)
     with connect(_url(settings)) as conn:
@@ -52,8 +52,8 @@ def revoke(settings: Settings, root: Path, role: str, repository: str = "") -> t
 
 
 def grants(settings: Settings, root: Path, repository: str = "") -> tuple[str, list[str]]:
+    from .store.pg_access import grants as list_grants
     from .store.pg_schema import connect
-    from .store.pg_schema import grants as list_grants
 
     name = repository or repository_identity(root, settings.store_repository)
     with connect(_url(settings)) as conn:

@@ -307,3 +307,11 @@ def test_the_check_catches_an_unlisted_sideways_import_and_a_frontend_past_the_f
 @pytest.mark.parametrize("module", ["knowledge.store.local", "knowledge.kb", "knowledge.cli.daemon"])
 def test_every_module_has_a_layer(module):
     assert layer_of(module) in range(len(ORDER))
+
+
+def test_every_module_of_the_layers_is_in_the_architecture_diagram():
+    doc = (PACKAGE.parent / "docs" / "architecture.md").read_text()
+    diagram = doc.split("```\n", 2)[1]
+    words = set(diagram.replace("/", " ").replace("(", " ").replace(")", " ").replace(",", " ").split())
+    missing = [name for layer in LAYERS.values() for name in layer if name.rsplit(".", 1)[-1] not in words]
+    assert missing == [], f"add them to docs/architecture.md's diagram: {missing}"

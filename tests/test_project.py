@@ -54,3 +54,21 @@ def test_the_package_type_checks():
         [sys.executable, "-m", "mypy"], cwd=Path(__file__).parent.parent, capture_output=True, text=True, check=False
     )
     assert result.returncode == 0, result.stdout[-3000:]
+
+
+def test_no_module_is_over_400_lines():
+    """Small modules with one job each: past 400 lines a module has more than one (split it, docs/architecture.md)."""
+    long = {
+        str(path.relative_to(ROOT)): n
+        for path in sorted((ROOT / "knowledge").rglob("*.py"))
+        if (n := len(path.read_text().splitlines())) > 400
+    }
+    assert long == {}
+
+
+def test_every_language_of_the_chunker_is_indexed_by_default():
+    from knowledge.chunking.languages import LANGUAGES
+    from knowledge.config import DEFAULT_CODE_INCLUDE
+
+    indexed = {pattern.rsplit("*", 1)[-1] for pattern in DEFAULT_CODE_INCLUDE}
+    assert sorted(suffix for suffix in LANGUAGES if suffix not in indexed) == []

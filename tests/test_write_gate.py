@@ -286,7 +286,7 @@ def test_the_daemon_client_sends_nothing_to_a_socket_another_user_owns(tmp_path)
     thread.start()
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:  # our own server: SO_PEERCRED names us
         probe.connect(str(where))
-        assert daemon_client._peer_uid(probe) == os.getuid()
+        assert daemon_client.peer_uid(probe) == os.getuid()
     thread.join(5)
     received.clear()
     thread = threading.Thread(target=serve, daemon=True)

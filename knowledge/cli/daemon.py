@@ -75,7 +75,7 @@ def daemon_run_command(ctx: click.Context, idle_timeout: int) -> None:
     """Run the daemon in the foreground (what `start` runs detached)."""
     from ..server.backend import LocalBackend
     from ..server.daemon import DaemonServer
-    from ..server.daemon_client import socket_path
+    from ..server.daemon_client import socket_of
 
     kb = open_kb(ctx)
     try:
@@ -83,7 +83,7 @@ def daemon_run_command(ctx: click.Context, idle_timeout: int) -> None:
             kb.model.embedder()  # warm before the first query
     except Exception as exc:
         click.echo(f"daemon: not warmed up: {exc}", err=True)
-    server = DaemonServer(socket_path(kb.root / ".knowledge"), LocalBackend(kb), idle_timeout)
+    server = DaemonServer(socket_of(kb.root), LocalBackend(kb), idle_timeout)
     click.echo(f"knowledge daemon for {kb.root} on {server.path}", err=True)
     server.serve_until_idle()
 

@@ -88,7 +88,3 @@ def origin_allowed(origin: str | None, allowed: frozenset[str] = frozenset()) ->
         return True
     host = urlsplit(origin).hostname or ""
     return is_loopback(host)
-
-
-def default_bind_allowed(host: str, token: str | None) -> bool:
-    return is_loopback(host) or token is not None

@@ -6,26 +6,14 @@ from __future__ import annotations
 
 import contextlib
 import os
-import socket
 import socketserver
-import struct
 import threading
 import time
 from pathlib import Path
 
 from .backend import Backend
+from .daemon_client import peer_uid
 from .http import _Handler
-
-DEFAULT_IDLE_SECONDS = 1800
-
-
-def _peer_uid(connection: socket.socket) -> int | None:
-    try:
-        raw = connection.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
-    except (OSError, AttributeError):  # not Linux: the socket's mode 600 is the guard
-        return None
-    uid: int = struct.unpack("3i", raw)[1]
-    return uid
 
 
 class DaemonServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
@@ -72,7 +60,7 @@ class _DaemonHandler(_Handler):
 
     def _authorized(self) -> bool:
         self.server.last_request = time.monotonic()
-        uid = _peer_uid(self.connection)
+        uid = peer_uid(self.connection)
         if uid is not None and uid != os.getuid():
             self._send(403, {"error": "only the owner of this index may use its daemon"})
             return False

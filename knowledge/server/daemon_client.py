@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import KnowledgeError
+from ..records import INDEX_DIR_NAME
 
 if TYPE_CHECKING:
     from ..records import JsonObject
@@ -23,12 +24,17 @@ def socket_path(index_folder: Path) -> Path:
     return index_folder / SOCKET_NAME
 
 
+def socket_of(root: Path) -> Path:
+    """The daemon's socket for the repository at `root`."""
+    return socket_path(root / INDEX_DIR_NAME)
+
+
 def find_socket(start: Path) -> Path | None:
     """The `.knowledge/` folder of the work tree holding `start` (the nearest folder with `.git`), if its daemon's
     socket exists."""
     for folder in (start, *start.parents):
         if (folder / ".git").exists():
-            index_folder = folder / ".knowledge"
+            index_folder = folder / INDEX_DIR_NAME
             return index_folder if socket_path(index_folder).exists() else None
     return None
 
@@ -49,7 +55,7 @@ def request(
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
             connection.settimeout(timeout)
             connection.connect(str(where))
-            if _peer_uid(connection) != os.getuid():
+            if peer_uid(connection) not in (os.getuid(), None):
                 return None  # another user's server behind our socket's name: never send it the query
             connection.sendall(head.encode() + payload)
             received = _read_all(connection)
@@ -77,14 +83,14 @@ def owned_by_caller(index_folder: Path, where: Path) -> bool:
     )
 
 
-def _peer_uid(connection: socket.socket) -> int | None:
-    """The uid of the process serving the socket (SO_PEERCRED on Linux, getpeereid's LOCAL_PEERCRED elsewhere)."""
-    if hasattr(socket, "SO_PEERCRED"):
-        credentials = connection.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
-        return int(struct.unpack("3i", credentials)[1])
-    local_peercred = getattr(socket, "LOCAL_PEERCRED", 0x001)
-    credentials = connection.getsockopt(0, local_peercred, struct.calcsize("2I"))  # struct xucred: version, uid
-    return int(struct.unpack("2I", credentials[: struct.calcsize("2I")])[1])
+def peer_uid(connection: socket.socket) -> int | None:
+    """The uid of the process at the other end of a unix socket (SO_PEERCRED), or None where the system has no such
+    option (then the socket's owner-only mode and folder are the guard)."""
+    try:
+        raw = connection.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+    except (OSError, AttributeError):
+        return None
+    return int(struct.unpack("3i", raw)[1])
 
 
 def _read_all(connection: socket.socket) -> bytes:

@@ -12,8 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..fs import INDEX_DIR_NAME
-from ..records import Chunk, FileProblem
+from ..records import INDEX_DIR_NAME, Chunk, FileProblem
 
 if TYPE_CHECKING:
     import numpy as np

@@ -4,6 +4,7 @@ PostgreSQL database (`store = "postgresql://…"`) where one index per repositor
 
 from __future__ import annotations
 
+import json
 import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
@@ -49,6 +50,15 @@ class Engine(Protocol):
         ...
 
     def describe(self) -> str: ...
+
+
+def local_manifest(root: Path, kind: str) -> dict[str, object]:
+    """The manifest a local index of `kind` describes itself with (`<kind>.meta.json`), or {} when none is readable."""
+    try:
+        manifest = json.loads((index_dir(root) / f"{kind}.meta.json").read_text(encoding="utf-8"))["manifest"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return {}
+    return manifest if isinstance(manifest, dict) else {}
 
 
 def check_index_folder(root: Path) -> None:

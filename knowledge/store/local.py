@@ -396,8 +396,3 @@ class LocalStore:
         if compacted:
             self._invalidate()
         return compacted
-
-    def checkpoint(self) -> None:
-        """Fold the write-ahead log into the database file (cheap; keeps the -wal file small)."""
-        with self._lock:
-            self._db.execute("PRAGMA wal_checkpoint(PASSIVE)")

@@ -6,9 +6,12 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..records import Chunk
+
+if TYPE_CHECKING:
+    from .pg_schema import Connection
 
 MAX_POSITION = 16383  # tsvector positions stop here
 
@@ -58,3 +61,39 @@ def stems(terms: Sequence[str]) -> list[str]:
 def symbol_key(chunk: Chunk) -> str | None:
     """The name a chunk defines as the ranking rules compare names: lower case, no underscores."""
     return chunk.symbol.replace("_", "").lower() or None
+
+
+def forget_terms(conn: Connection, index_id: int, paths: list[str]) -> None:
+    """Take the chunks of `paths` out of the index's document frequencies and postings (before they are deleted)."""
+    conn.execute(
+        "WITH gone AS (SELECT u.lexeme, count(*) AS n FROM knowledge_chunks c, "
+        "unnest(tsvector_to_array(c.lex)) AS u(lexeme) WHERE c.index_id = %s AND c.path = ANY(%s) "
+        "GROUP BY u.lexeme) "
+        "UPDATE knowledge_terms t SET df = t.df - gone.n FROM gone "
+        "WHERE t.index_id = %s AND t.lexeme = gone.lexeme",
+        (index_id, paths, index_id),
+    )
+    conn.execute(
+        "DELETE FROM knowledge_postings p USING knowledge_chunks c, unnest(tsvector_to_array(c.lex)) "
+        "AS u(lexeme) WHERE c.index_id = %s AND c.path = ANY(%s) "
+        "AND p.index_id = c.index_id AND p.lexeme = u.lexeme AND p.key = c.key",
+        (index_id, paths),
+    )
+
+
+def add_terms(conn: Connection, index_id: int, repository: str, after_key: int) -> None:
+    """Count the chunks inserted past `after_key` into the index's document frequencies, and post their terms."""
+    conn.execute(
+        "INSERT INTO knowledge_terms (index_id, repository, lexeme, df) "
+        "SELECT %s, %s, u.lexeme, count(*) FROM knowledge_chunks c, "
+        "unnest(tsvector_to_array(c.lex)) AS u(lexeme) WHERE c.index_id = %s AND c.key > %s "
+        "GROUP BY u.lexeme ON CONFLICT (index_id, lexeme) "
+        "DO UPDATE SET df = knowledge_terms.df + excluded.df",
+        (index_id, repository, index_id, after_key),
+    )
+    conn.execute(
+        "INSERT INTO knowledge_postings (index_id, lexeme, key, tf, lex_len) "
+        "SELECT c.index_id, u.lexeme, c.key, coalesce(array_length(u.positions, 1), 1), c.lex_len "
+        "FROM knowledge_chunks c, unnest(c.lex) AS u WHERE c.index_id = %s AND c.key > %s",
+        (index_id, after_key),
+    )

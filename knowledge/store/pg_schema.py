@@ -170,10 +170,6 @@ def redacted(url: str) -> str:
     return redact_url(url)
 
 
-def is_postgres_url(value: str) -> bool:
-    return value.startswith(("postgresql://", "postgres://"))
-
-
 def connect(url: str) -> Connection:
     """An autocommit connection with pgvector's types registered and the schema at SCHEMA_VERSION."""
     try:
@@ -294,25 +290,6 @@ def _member_roles(conn: Connection) -> list[str]:
     return [str(row[0]) for row in rows]
 
 
-def grant(conn: Connection, repository: str, role: str) -> None:
-    """Limit `repository` to members of `role` (a repository without grants is readable by every role). Owner only."""
-    conn.execute(
-        "INSERT INTO knowledge_grants (repository, grantee) VALUES (%s, %s) ON CONFLICT DO NOTHING", (repository, role)
-    )
-
-
-def revoke(conn: Connection, repository: str, role: str) -> int:
-    """Take `repository` away from `role`; returns how many grants were removed. Owner only."""
-    return int(
-        conn.execute("DELETE FROM knowledge_grants WHERE repository = %s AND grantee = %s", (repository, role)).rowcount
-    )
-
-
-def grants(conn: Connection, repository: str) -> list[str]:
-    rows = conn.execute("SELECT grantee FROM knowledge_grants WHERE repository = %s ORDER BY 1", (repository,))
-    return [str(r[0]) for r in rows.fetchall()]
-
-
 def allow_member_role(conn: Connection, role: str) -> None:
     """Give `role` (and so every role that is a member of it) what a team member needs, and nothing more."""
     with conn.transaction():
@@ -338,6 +315,21 @@ def _hnsw_sql(dims: int) -> str:
         f"CREATE INDEX IF NOT EXISTS knowledge_chunks_hnsw_{int(dims)} ON knowledge_chunks "
         f"USING hnsw ((embedding::vector({int(dims)})) vector_cosine_ops) WHERE dims = {int(dims)}"
     )
+
+
+def require_grant(conn: Connection, target: IndexTarget) -> None:
+    """One line naming the owner's step when no grant gives this role the repository (the owner needs none)."""
+    granted = conn.execute(
+        "SELECT EXISTS (SELECT 1 FROM knowledge_grants WHERE repository = %s "
+        "AND pg_has_role(current_user, grantee, 'MEMBER')) OR EXISTS (SELECT 1 FROM pg_tables "
+        "WHERE tablename = 'knowledge_indexes' AND pg_has_role(current_user, tableowner, 'USAGE'))",
+        (target.repository,),
+    ).fetchone()[0]
+    if not granted:
+        raise StoreUnavailableError(
+            f"{target.describe()}: no grant gives this role the repository, and an ungranted repository is the "
+            "owner's alone: the database owner runs `knowledge teams grant ROLE` once in a clone of it"
+        )
 
 
 def ensure_vector_index(conn: Connection, dims: int) -> None:

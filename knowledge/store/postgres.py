@@ -1,15 +1,13 @@
 """PostgresStore: one kind's index of one repository and branch in a shared PostgreSQL database (pgvector).
 
-Many repositories, branches and kinds live in one database; an index is the live row of `knowledge_indexes` for
-(repository, branch, kind). Each `apply` is one transaction under an advisory lock on that index, so a reader sees the
-state before or after it. Vectors go to the chunk rows (pgvector HNSW, cosine) and to `knowledge_vectors`, a cache
-keyed by (index fingerprint, content hash) that every clone and branch shares: a chunk some member embedded is never
-embedded again. The lexical index is a tsvector of the same terms the local engine indexes (Porter-stemmed, like
-SQLite's FTS5 `porter` tokenizer) and its postings, one b-tree row per (index, lexeme, chunk), ranked with the same
-BM25 formula.
+An index is the live row of `knowledge_indexes` for (repository, branch, kind). Each `apply` is one transaction
+under an advisory lock on that index, so a reader sees the state before or after it. Vectors go to the chunk rows
+(pgvector HNSW, cosine) and to `knowledge_vectors`, a cache keyed by (fingerprint, content hash) that every clone
+and branch shares: a chunk some member embedded is never embedded again. The lexical index: the local engine's
+terms, Porter-stemmed as FTS5's `porter` does, as a tsvector and postings (index, lexeme, chunk), ranked by BM25.
 
-The schema, roles and index rows are in `pg_schema`, the stemming in `pg_lexemes`, the ranking SQL in `pg_queries`.
-psycopg 3 and pgvector are the optional `postgres` extra; they are imported only when this engine is used.
+The schema and index rows are in `pg_schema`, the grants in `pg_access`, the stemming and term counts in
+`pg_lexemes`, the ranking SQL in `pg_queries`. psycopg 3 and pgvector (the `postgres` extra) load only when used.
 """
 
 from __future__ import annotations
@@ -38,9 +36,9 @@ from . import (
     chunk_to_json,
     recent_first,
 )
-from .pg_lexemes import stems, symbol_key, tsvector_text
+from .pg_lexemes import add_terms, forget_terms, stems, symbol_key, tsvector_text
 from .pg_queries import bm25, nearest, vector_array
-from .pg_schema import BUILDING_LOCK, Connection, IndexTarget, StoreUnavailableError, ensure_vector_index
+from .pg_schema import BUILDING_LOCK, Connection, IndexTarget, ensure_vector_index, require_grant
 
 if TYPE_CHECKING:
     import numpy as np
@@ -80,17 +78,7 @@ class PostgresStore:
     def create(cls, target: IndexTarget, conn: Connection, manifest: Manifest) -> PostgresStore:
         """A new index built beside the live one (invisible to readers); `publish()` swaps it in."""
         ensure_vector_index(conn, manifest.dims)
-        granted = conn.execute(
-            "SELECT EXISTS (SELECT 1 FROM knowledge_grants WHERE repository = %s "
-            "AND pg_has_role(current_user, grantee, 'MEMBER')) OR EXISTS (SELECT 1 FROM pg_tables "
-            "WHERE tablename = 'knowledge_indexes' AND pg_has_role(current_user, tableowner, 'USAGE'))",
-            (target.repository,),
-        ).fetchone()[0]
-        if not granted:
-            raise StoreUnavailableError(
-                f"{target.describe()}: no grant gives this role the repository, and an ungranted repository is the "
-                "owner's alone: the database owner runs `knowledge teams grant ROLE` once in a clone of it"
-            )
+        require_grant(conn, target)
         index_id = conn.execute(
             "INSERT INTO knowledge_indexes (repository, branch, kind, manifest) VALUES (%s, %s, %s, %s) RETURNING id",
             (target.repository, target.branch, target.kind, json.dumps(asdict(manifest))),
@@ -286,20 +274,7 @@ class PostgresStore:
         with self._writing() as conn:
             if change.remove_paths:
                 paths = sorted(change.remove_paths)
-                conn.execute(
-                    "WITH gone AS (SELECT u.lexeme, count(*) AS n FROM knowledge_chunks c, "
-                    "unnest(tsvector_to_array(c.lex)) AS u(lexeme) WHERE c.index_id = %s AND c.path = ANY(%s) "
-                    "GROUP BY u.lexeme) "
-                    "UPDATE knowledge_terms t SET df = t.df - gone.n FROM gone "
-                    "WHERE t.index_id = %s AND t.lexeme = gone.lexeme",
-                    (self.index_id, paths, self.index_id),
-                )
-                conn.execute(
-                    "DELETE FROM knowledge_postings p USING knowledge_chunks c, unnest(tsvector_to_array(c.lex)) "
-                    "AS u(lexeme) WHERE c.index_id = %s AND c.path = ANY(%s) "
-                    "AND p.index_id = c.index_id AND p.lexeme = u.lexeme AND p.key = c.key",
-                    (self.index_id, paths),
-                )
+                forget_terms(conn, self.index_id, paths)
                 for table in ("knowledge_chunks", "knowledge_files", "knowledge_problems"):
                     conn.execute(f"DELETE FROM {table} WHERE index_id = %s AND path = ANY(%s)", (self.index_id, paths))
             rows = []
@@ -335,20 +310,7 @@ class PostgresStore:
                         "VALUES (%s, %s, %s, %s, %s, %s::jsonb, %s, %s, %s, %s, %s::tsvector, %s, %s, %s)",
                         rows,
                     )
-                conn.execute(
-                    "INSERT INTO knowledge_terms (index_id, repository, lexeme, df) "
-                    "SELECT %s, %s, u.lexeme, count(*) FROM knowledge_chunks c, "
-                    "unnest(tsvector_to_array(c.lex)) AS u(lexeme) WHERE c.index_id = %s AND c.key > %s "
-                    "GROUP BY u.lexeme ON CONFLICT (index_id, lexeme) "
-                    "DO UPDATE SET df = knowledge_terms.df + excluded.df",
-                    (self.index_id, repository, self.index_id, before),
-                )
-                conn.execute(
-                    "INSERT INTO knowledge_postings (index_id, lexeme, key, tf, lex_len) "
-                    "SELECT c.index_id, u.lexeme, c.key, coalesce(array_length(u.positions, 1), 1), c.lex_len "
-                    "FROM knowledge_chunks c, unnest(c.lex) AS u WHERE c.index_id = %s AND c.key > %s",
-                    (self.index_id, before),
-                )
+                add_terms(conn, self.index_id, repository, before)
                 # what any clone or branch already embedded with this model: no model call needed
                 conn.execute(
                     "UPDATE knowledge_chunks c SET embedding = v.embedding, dims = %s, embed_text = NULL "
