@@ -82,6 +82,7 @@ class IndexReport:
     skipped: tuple[FileProblem, ...] = ()
     warnings: tuple[FileProblem, ...] = ()
     undescribed: tuple[str, ...] = ()  # docs without a `description` (see `knowledge lint`)
+    docs_indexed: int = 0  # of `files_indexed`, the docs
     seconds: float = 0.0
     chunks_pending: int = 0  # chunks still waiting for a vector (searchable lexically meanwhile)
     dense_coverage: float = 1.0  # share of chunks with a vector

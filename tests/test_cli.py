@@ -279,3 +279,10 @@ def test_the_first_hour_traps_are_gone(docs_repo, monkeypatch):
     monkeypatch.chdir(docs_repo / "docs")
     here = run(docs_repo, "show", f"{Path(hit['path']).name}:{hit['line_start']}").stdout
     assert here == run(docs_repo, "show", f"{hit['path']}:{hit['line_start']}").stdout
+
+
+def test_docs_without_descriptions_are_noise_only_where_the_repository_uses_them(git_repo):
+    commit(git_repo, {"docs/a.md": "# A\n\nText.\n", "docs/b.md": "# B\n\nMore.\n"})
+    assert "have no `description`" not in run(git_repo, "reindex-all").stderr  # this repository uses none
+    commit(git_repo, {"docs/c.md": "---\ndescription: C.\n---\n# C\n\nText.\n"})
+    assert "2 doc(s) have no `description`" in run(git_repo, "reindex-all").stderr

@@ -194,3 +194,13 @@ def test_redactions_are_one_count_in_the_summary_and_listed_by_status_verbose(re
     verbose = runner.invoke(cli, ["-C", str(repo), "status", "--verbose"], obj=obj).stdout
     assert "config/billing.ini: secret redacted at line 2 (aws-access-key)" in verbose
     assert verbose.count("secret redacted at line") == 4
+
+
+def test_secrets_in_test_fixtures_are_said_by_status_not_by_every_run(repo):
+    commit(repo, {"tests/test_creds.py": f'AWS = "{AWS_KEY}"\n'})
+    runner = CliRunner()
+    obj = {"embedder_factory": lambda s: HashingEmbedder()}
+    indexed = runner.invoke(cli, ["-C", str(repo), "reindex-all"], obj=obj)
+    assert "4 secret(s) redacted in 3 file(s)" in indexed.stderr  # the fixture's is not one of them
+    brief = runner.invoke(cli, ["-C", str(repo), "status"], obj=obj).stdout
+    assert "secrets:    5 redacted in 4 file(s)" in brief

@@ -159,7 +159,7 @@ def _finish_report(ctx: click.Context, report: IndexReport, quiet: bool, as_json
     if not quiet:
         for problem in report_problems(report):
             click.echo(f"{problem}", err=True)
-        if report.undescribed:
+        if report.undescribed and len(report.undescribed) < report.docs_indexed:  # none described: not this repo's way
             click.echo(f"{len(report.undescribed)} doc(s) have no `description`; `knowledge lint` lists them", err=True)
         click.echo(report_summary(report), err=True)
     if report.skipped:

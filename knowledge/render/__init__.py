@@ -169,11 +169,19 @@ def report_summary(report: IndexReport) -> str:
         line += f"; {report.files_removed} removed"
     if report.skipped:
         line += f"; {len(report.skipped)} skipped"
-    redactions = [p for p in report.warnings if p.is_redaction]
+    # Secrets in tests and fixtures are there on purpose: `status` counts them, the summary of every run does not
+    redactions = [p for p in report.warnings if p.is_redaction and not _in_tests(p.path)]
     if redactions:
         files = len({p.path for p in redactions})
         line += f"; {len(redactions)} secret(s) redacted in {files} file(s) (`knowledge status --verbose` lists them)"
     return line
+
+
+_TEST_FOLDERS = frozenset({"test", "tests", "testdata", "fixtures", "__fixtures__", "spec", "__tests__"})
+
+
+def _in_tests(path: str) -> bool:
+    return any(part.lower() in _TEST_FOLDERS for part in path.split("/")[:-1])
 
 
 def report_problems(report: IndexReport) -> list[FileProblem]:
