@@ -12,25 +12,38 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from .records import JsonObject
 
-_FLAGS = {"--json": "json", "--metadata-only": "metadata_only", "--files": "files_only", "--exact": "exact"}
-_VALUES = {"-k": ("k", int), "--budget": ("budget", int), "--kind": ("kind", str)}
+
+def _warm_options() -> tuple[dict[str, str], dict[str, tuple[str, type]]]:
+    """The flags and valued options the warm path parses without click: those SearchRequest marks `warm`."""
+    from .request import request_options
+
+    flags, values = {"--json": "json"}, {}
+    for name, kind, option in request_options():
+        if option.warm:
+            for flag in option.flags:
+                if kind is bool:
+                    flags[flag] = name
+                else:
+                    values[flag] = (name, kind)
+    return flags, values
 
 
 def warm_search_params(argv: list[str]) -> tuple[JsonObject, bool] | None:
     """(search parameters, as JSON) for `search QUERY` with the simple options above; None for anything else."""
     if len(argv) < 2 or argv[0] != "search":
         return None
+    flags, values = _warm_options()
     params: JsonObject = {}
     as_json = False
     rest = iter(argv[1:])
     for word in rest:
-        if word in _FLAGS:
-            if _FLAGS[word] == "json":
+        if word in flags:
+            if flags[word] == "json":
                 as_json = True
             else:
-                params[_FLAGS[word]] = True
-        elif word in _VALUES:
-            name, kind = _VALUES[word]
+                params[flags[word]] = True
+        elif word in values:
+            name, kind = values[word]
             value = next(rest, None)
             if value is None:
                 return None

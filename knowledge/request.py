@@ -1,15 +1,20 @@
-"""SearchRequest: the one record every frontend (CLI, HTTP, MCP, daemon, remote client) builds for a search.
+"""SearchRequest: the one record every frontend (CLI, HTTP, MCP, daemon, remote client) builds for a search, and the
+one declaration of its options.
 
-Fields left None mean "not asked": the core resolves them against the settings once (search.resolve_options).
+Each field's `Option` (its help, bounds, choices and command-line names) is what every frontend is made from: the
+click options of `knowledge search` (cli/search.py), the MCP tool's parameters and their descriptions
+(server/mcp.py), the warm launcher's fast path (launcher.py) and the validation below. Adding an option is one field
+here. Fields left None mean "not asked": the core resolves them against the settings once (search.resolve_options).
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING
+import typing
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field, fields
+from typing import TYPE_CHECKING, Any
 
 from .errors import KnowledgeError
-from .patterns import glob
 
 if TYPE_CHECKING:
     from .records import JsonObject
@@ -21,26 +26,80 @@ MAX_K = 100
 MAX_BUDGET = 50_000
 MAX_QUERY_CHARS = 4_000
 MAX_FILTERS = 20  # globs or languages per filter
+MAX_FILTER_CHARS = 200
+
+
+@dataclass(frozen=True, slots=True)
+class Option:
+    """How a request field is offered: `flags` on the command line (none: not a CLI option), as an MCP tool
+    parameter (`mcp`), on the launcher's warm path (`warm`: simple enough to parse without click)."""
+
+    help: str
+    flags: tuple[str, ...] = ()
+    low: float | None = None
+    high: float | None = None
+    choices: tuple[str, ...] = ()
+    metavar: str | None = None
+    mcp: bool = True
+    warm: bool = False
+
+
+def _option(default: object, help: str, **how: Any) -> Any:  # noqa: ANN401 - a dataclass field, typed by its annotation
+    return field(default=default, metadata={"option": Option(help, **how)})
 
 
 @dataclass(frozen=True, slots=True)
 class SearchRequest:
     query: str
-    k: int | None = None
-    threshold: float | None = None
-    full_threshold: float | None = None
-    budget: int | None = None
-    metadata_only: bool = False
-    explain: bool = False
-    kind: str = "all"
-    expand: bool = False
-    files_only: bool = False  # one result per file, metadata only
-    exact: bool = False  # every line matching `query`, one result each (grep-like, no model)
-    match: str = "word"  # with exact: `word` (grep -w), `substring` (grep -F) or `regex` (grep -E, bounded)
-    context: int = 0  # with exact: lines of context either side (grep -C)
-    paths: tuple[str, ...] = ()  # globs: keep results whose path matches one (`src/**`)
-    exclude: tuple[str, ...] = ()  # globs: drop results whose path matches one (`tests/**`)
-    language: tuple[str, ...] = ()  # keep code in these languages (`python`, `go`, …)
+    k: int | None = _option(None, "Most results to return.", flags=("-k", "--top-k"), low=1, high=MAX_K, warm=True)
+    threshold: float | None = _option(
+        None, "Drop results below this cosine similarity (default: calibrated for the model).", flags=("--threshold",),
+        low=-1, high=1,
+    )  # fmt: skip
+    full_threshold: float | None = _option(
+        None, "Include full text only for results at or above this similarity.", flags=("--full-threshold",),
+        low=-1, high=1, mcp=False,
+    )  # fmt: skip
+    budget: int | None = _option(
+        None, "Token budget for everything printed, counted in the model's tokens (default 2000).",
+        flags=("--budget",), low=1, high=MAX_BUDGET, warm=True,
+    )  # fmt: skip
+    metadata_only: bool = _option(
+        False, "Never include content: paths, titles, sections, lines.", flags=("--metadata-only",), warm=True
+    )
+    explain: bool = _option(
+        False, "Show each result's dense and lexical scores, ranks and fused score.", flags=("--explain",), mcp=False
+    )
+    kind: str = _option(
+        "all", "Search docs, code, or both (merged by fused rank).", flags=("--kind",), choices=KINDS_ASKED, warm=True
+    )
+    expand: bool = _option(
+        False, "Add the top code hit's callers and callees, as the budget allows.", flags=("--expand",)
+    )
+    files_only: bool = _option(
+        False, "List the matching files, best first, one line each (metadata only).", flags=("--files",), warm=True
+    )
+    exact: bool = _option(
+        False, "Every line where QUERY occurs as a whole word (grep -rnw; no model).", flags=("--exact",), warm=True
+    )
+    match: str = _option(
+        "word", "With exact: `word` (grep -w), `substring` (grep -F) or `regex` (grep -E, linear time).",
+        choices=MATCH_MODES,
+    )  # fmt: skip
+    context: int = _option(
+        0, "With --exact/--substring/--regex: lines either side.", flags=("-C", "--context"), low=0, high=MAX_CONTEXT
+    )
+    paths: tuple[str, ...] = _option(
+        (), "Only results whose path matches one of these globs (repeatable; `src/**`).", flags=("--path",),
+        metavar="GLOB",
+    )  # fmt: skip
+    exclude: tuple[str, ...] = _option(
+        (), "No results whose path matches one of these globs (repeatable; `tests/**`).", flags=("--exclude",),
+        metavar="GLOB",
+    )  # fmt: skip
+    language: tuple[str, ...] = _option(
+        (), "Only code in these languages (repeatable; `python`, `go`).", flags=("--lang",), metavar="NAME"
+    )
 
     def __post_init__(self) -> None:
         if not isinstance(self.query, str):
@@ -50,31 +109,12 @@ class SearchRequest:
         check_text("query", self.query)
         if len(self.query) > MAX_QUERY_CHARS:
             raise KnowledgeError(f"query: {len(self.query):,} characters; at most {MAX_QUERY_CHARS:,}")
-        if self.kind not in KINDS_ASKED:
-            raise KnowledgeError(f"kind: {self.kind!r} is not one of {', '.join(KINDS_ASKED)}")
-        if self.match not in MATCH_MODES:
-            raise KnowledgeError(f"match: {self.match!r} is not one of {', '.join(MATCH_MODES)}")
-        _check_int("context", self.context, 0, MAX_CONTEXT)
-        _check_int("k", self.k, 1, MAX_K)
-        _check_int("budget", self.budget, 1, MAX_BUDGET)
-        _check_float("threshold", self.threshold)
-        _check_float("full_threshold", self.full_threshold)
-        for name in ("metadata_only", "explain", "expand", "files_only", "exact"):
-            if not isinstance(getattr(self, name), bool):
-                raise KnowledgeError(f"{name}: expected true or false")
-        for name in ("paths", "exclude", "language"):
-            values = getattr(self, name)
-            if isinstance(values, list):  # JSON gives lists
-                object.__setattr__(self, name, values := tuple(values))
-            if not isinstance(values, tuple) or not all(isinstance(v, str) and v for v in values):
-                raise KnowledgeError(f"{name}: expected a list of non-empty strings")
-            if len(values) > MAX_FILTERS:
-                raise KnowledgeError(f"{name}: at most {MAX_FILTERS} entries")
-            for value in values:
-                if name != "language":
-                    glob(value)  # the settings' limits: a glob RE2 runs in linear time, 200 characters at most
-                elif len(value) > 200:
-                    raise KnowledgeError(f"language: {value[:40]!r}…: at most 200 characters")
+        for name, kind, option in request_options():
+            value = getattr(self, name)
+            if kind is tuple:
+                object.__setattr__(self, name, _checked_list(name, value))
+            elif value is not None:
+                _check(name, value, kind, option)
 
     @property
     def filtered(self) -> bool:
@@ -102,6 +142,56 @@ class SearchRequest:
         }
 
 
+def request_options() -> Iterator[tuple[str, type, Option]]:
+    """(name, base type: bool, int, float, str or tuple, Option) of every option of a search, in declaration order."""
+    hints = typing.get_type_hints(SearchRequest)
+    for declared in fields(SearchRequest):
+        option = declared.metadata.get("option")
+        if option is not None:
+            yield declared.name, _base_type(hints[declared.name]), option
+
+
+def _base_type(hint: object) -> type:
+    """`int | None` -> int, `tuple[str, ...]` -> tuple."""
+    if typing.get_origin(hint) is tuple:
+        return tuple
+    args = [arg for arg in typing.get_args(hint) if arg is not type(None)]
+    return typing.cast("type", args[0] if args else hint)
+
+
+def _check(name: str, value: object, kind: type, option: Option) -> None:
+    if kind is bool:
+        if not isinstance(value, bool):
+            raise KnowledgeError(f"{name}: expected true or false")
+    elif kind is int:
+        if isinstance(value, bool) or not isinstance(value, int) or not option.low <= value <= option.high:  # type: ignore[operator]
+            raise KnowledgeError(f"{name}: expected an integer from {option.low} to {option.high}, got {value!r}")
+    elif kind is float:
+        if isinstance(value, bool) or not isinstance(value, int | float) or not option.low <= value <= option.high:  # type: ignore[operator]
+            raise KnowledgeError(f"{name}: expected a number from {option.low:g} to {option.high:g}, got {value!r}")
+    elif option.choices and value not in option.choices:
+        raise KnowledgeError(f"{name}: {value!r} is not one of {', '.join(option.choices)}")
+
+
+def _checked_list(name: str, values: object) -> tuple[str, ...]:
+    if isinstance(values, list):  # JSON gives lists
+        values = tuple(values)
+    if not isinstance(values, tuple) or not all(isinstance(v, str) and v for v in values):
+        raise KnowledgeError(f"{name}: expected a list of non-empty strings")
+    if len(values) > MAX_FILTERS:
+        raise KnowledgeError(f"{name}: at most {MAX_FILTERS} entries")
+    for value in values:
+        check_text(name, value)
+        if name == "language":
+            if len(value) > MAX_FILTER_CHARS:
+                raise KnowledgeError(f"language: {value[:40]!r}…: at most {MAX_FILTER_CHARS} characters")
+        else:
+            from .patterns import glob  # RE2, loaded only when a request has globs (the warm launcher has none)
+
+            glob(value)  # the settings' limits: a glob RE2 runs in linear time, 200 characters at most
+    return typing.cast("tuple[str, ...]", values)
+
+
 def check_text(name: str, value: str) -> None:
     """Refuse text no store, file system or tokenizer can take: NUL bytes and lone surrogates."""
     if "\0" in value:
@@ -110,17 +200,3 @@ def check_text(name: str, value: str) -> None:
         value.encode("utf-8")
     except UnicodeEncodeError:
         raise KnowledgeError(f"{name}: not valid Unicode text (a lone surrogate)") from None
-
-
-def _check_int(name: str, value: object, low: int, high: int) -> None:
-    if value is None:
-        return
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise KnowledgeError(f"{name}: expected an integer from {low} to {high}, got {value!r}")
-
-
-def _check_float(name: str, value: object) -> None:
-    if value is None:
-        return
-    if isinstance(value, bool) or not isinstance(value, int | float) or not -1.0 <= value <= 1.0:
-        raise KnowledgeError(f"{name}: expected a number from -1 to 1, got {value!r}")

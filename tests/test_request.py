@@ -68,3 +68,31 @@ def test_request_globs_have_the_settings_limits_and_run_in_linear_time():
     assert time.monotonic() - started < 1
     with pytest.raises(KnowledgeError, match="at most 200"):
         SearchRequest(query="q", exclude=("*" * 201,))
+
+
+def test_one_declaration_makes_every_frontend():
+    """Each SearchRequest option is a `knowledge search` flag, an MCP parameter (with its help) and, when marked
+    warm, parsed by the launcher: nothing to add anywhere else."""
+    import asyncio
+
+    from knowledge.cli.search import search_command
+    from knowledge.launcher import warm_search_params
+    from knowledge.request import request_options
+    from knowledge.server.mcp import build_server
+
+    class Echo:
+        def search(self, params):
+            return params
+
+    cli_flags = {flag for param in search_command.params for flag in getattr(param, "opts", ())}
+    tools = asyncio.run(build_server(Echo()).list_tools())
+    schema = next(tool for tool in tools if tool.name == "search").input_schema["properties"]
+    for name, kind, option in request_options():
+        assert set(option.flags) <= cli_flags, name
+        assert (name in schema) == option.mcp, name
+        if option.mcp:
+            assert schema[name]["description"] == option.help
+        if option.warm:
+            flag = option.flags[-1]
+            argv = ["search", "q", flag] + ([] if kind is bool else ["3" if kind is int else "docs"])
+            assert name in warm_search_params(argv)[0], name

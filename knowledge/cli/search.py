@@ -3,12 +3,14 @@ and `status`."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from ..render import report_summary, status_from_dict, status_to_text
-from ..request import SearchRequest
+from ..request import Option, SearchRequest
+from ..request import request_options as search_request_options
 from .context import ask, emit, open_kb
 from .guard import EXIT_PROBLEMS
 from .progress import ProgressPrinter
@@ -17,66 +19,56 @@ if TYPE_CHECKING:
     from ..kb import KnowledgeBase
 
 
+def _click_type(kind: type, option: Option) -> Any:  # noqa: ANN401 - a click.ParamType, or None for text
+    if kind is int:
+        return click.IntRange(
+            None if option.low is None else int(option.low), None if option.high is None else int(option.high)
+        )
+    if kind is float:
+        return click.FloatRange(option.low, option.high)
+    if option.choices:
+        return click.Choice(option.choices)
+    return None
+
+
+def request_options(command: Callable[..., None]) -> Callable[..., None]:
+    """The options of `knowledge search`, one per field of SearchRequest with command-line flags (request.py)."""
+    for name, kind, option in reversed(list(search_request_options())):
+        if not option.flags:
+            continue
+        command = click.option(
+            *option.flags,
+            name,
+            type=_click_type(kind, option),
+            is_flag=kind is bool,
+            multiple=kind is tuple,
+            metavar=option.metavar,
+            show_default=bool(option.choices),
+            default=SearchRequest.__dataclass_fields__[name].default if option.choices or kind is bool else None,
+            help=option.help,
+        )(command)
+    return command
+
+
 @click.command("search")
 @click.argument("query")
-@click.option("-k", "--top-k", "k", type=click.IntRange(min=1, max=100), help="Most results to return.")
-@click.option("--threshold", type=click.FloatRange(-1, 1), help="Drop results below this cosine similarity.")
-@click.option(
-    "--full-threshold",
-    type=click.FloatRange(-1, 1),
-    help="Include full text only for results at or above this similarity.",
-)
-@click.option("--budget", type=click.IntRange(min=1, max=50_000), help="Token budget for everything returned.")
-@click.option("--metadata-only", is_flag=True, help="Never include content: paths, titles, sections, lines.")
+@request_options
 @click.option("--json", "as_json", is_flag=True, help="Print the versioned JSON schema (docs/json-output.md).")
 @click.option("--build", is_flag=True, help="Build the index first if there is none.")
-@click.option(
-    "--kind",
-    type=click.Choice(["all", "docs", "code"]),
-    default="all",
-    show_default=True,
-    help="Search docs, code, or both (merged by fused rank).",
-)
-@click.option("--expand", is_flag=True, help="Add the top code hit's callers and callees, as the budget allows.")
-@click.option("--explain", is_flag=True, help="Show each result's dense and lexical scores, ranks and fused score.")
-@click.option("--path", "paths", multiple=True, metavar="GLOB", help="Only results whose path matches (repeatable).")
-@click.option("--exclude", multiple=True, metavar="GLOB", help="No results whose path matches (repeatable).")
-@click.option("--lang", "language", multiple=True, metavar="NAME", help="Only code in this language (repeatable).")
-@click.option("--files", "files_only", is_flag=True, help="List the matching files, best first, one line each.")
-@click.option("--exact", is_flag=True, help="Every line where QUERY occurs as a whole word (grep -rnw; no model).")
 @click.option("--substring", is_flag=True, help="Every line holding QUERY anywhere (grep -rnF).")
 @click.option("--regex", is_flag=True, help="Every line matching the regular expression QUERY (grep -rnE).")
-@click.option(
-    "-C",
-    "--context",
-    type=click.IntRange(0, 20),
-    default=0,
-    help="With --exact/--substring/--regex: lines either side.",
-)
 @click.option("--remote", metavar="URL", help="Ask a `knowledge serve` at URL (token from KNOWLEDGE_TOKEN).")
 @click.pass_context
 def search_command(
     ctx: click.Context,
+    /,
     query: str,
-    k: int | None,
-    threshold: float | None,
-    full_threshold: float | None,
-    budget: int | None,
-    metadata_only: bool,
     as_json: bool,
     build: bool,
-    kind: str,
-    expand: bool,
-    explain: bool,
-    paths: tuple[str, ...],
-    exclude: tuple[str, ...],
-    language: tuple[str, ...],
-    files_only: bool,
-    exact: bool,
     substring: bool,
     regex: bool,
-    context: int,
     remote: str | None,
+    **asked: Any,  # noqa: ANN401 - the request's own options, declared once in request.py
 ) -> None:
     """Find the doc sections and code that answer QUERY, best first, within a token budget.
 
@@ -87,28 +79,14 @@ def search_command(
     knowledge search reindex_changes --exact -C 2
     knowledge search 'def [a-z_]+_changes' --regex --path 'knowledge/**'
     """
-    if exact + substring + regex > 1:
+    if asked["exact"] + substring + regex > 1:
         raise click.UsageError("choose one of --exact, --substring and --regex")
     if not query.strip():
         raise click.UsageError("QUERY is empty: say what to look for")
-    request = SearchRequest(
-        query=query,
-        k=k,
-        threshold=threshold,
-        full_threshold=full_threshold,
-        budget=budget,
-        metadata_only=metadata_only,
-        kind=kind,
-        explain=explain,
-        expand=expand,
-        paths=paths,
-        exclude=exclude,
-        language=language,
-        files_only=files_only,
-        exact=exact or substring or regex,
-        match="substring" if substring else "regex" if regex else "word",
-        context=context,
-    )
+    exact = asked.pop("exact") or substring or regex
+    match = "substring" if substring else "regex" if regex else "word"
+    fields = {name: value for name, value in asked.items() if value is not None}
+    request = SearchRequest(query=query, exact=exact, match=match, **fields)
 
     def opened() -> KnowledgeBase:
         progress = ProgressPrinter(not as_json)

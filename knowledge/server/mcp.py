@@ -5,12 +5,16 @@ Uses the official `mcp` SDK (v2's MCPServer); stdio by default, streamable HTTP 
 
 from __future__ import annotations
 
+import inspect
 import json
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..errors import KnowledgeError
+from ..request import SearchRequest, request_options
 from .backend import Backend
+
+KEYWORD = inspect.Parameter.KEYWORD_ONLY
 
 if TYPE_CHECKING:
     from ..records import JsonObject
@@ -21,25 +25,9 @@ inside a token budget. Follow a metadata result with `get_source` for its exact 
 sections that refer to a file, a line's function or a symbol before you change it. Cite results as
 path:line_start-line_end."""
 
-SEARCH_DOC = """Find the doc sections and code that answer a natural-language question (or name).
-
-Args:
-    query: what you want to know, in plain words or with identifiers.
-    k: most results (default: the repository's setting, 10 unless knowledge.toml says otherwise).
-    kind: "docs", "code" or "all" (default).
-    budget: token budget for everything returned, counted in the model's tokens (default 2000). Smaller budgets
-        return fewer results, and results whose text does not fit come back as metadata only.
-    metadata_only: return paths, titles, sections and line ranges without text: the cheapest way to locate things.
-    threshold: drop results under this cosine similarity (default: calibrated for the model); exact identifier
-        matches are kept anyway.
-    expand: add the callers and callees of the top code result (within the budget).
-    paths: only results whose path matches one of these globs (e.g. ["src/**"]).
-    exclude: no results whose path matches one of these globs (e.g. ["tests/**"]).
-    language: only code in these languages (e.g. ["python"]).
-    files_only: one result per file, metadata only (where to look).
-    exact: every line matching `query`, one result per line, from the files on disk (like grep -rn; no model).
-    match: with exact, `word` (default, grep -w), `substring` (grep -F) or `regex` (bounded).
-    context: with exact, lines of context either side (grep -C), 0-20.
+SEARCH_DOC = """Find the doc sections and code that answer a natural-language question (or name), best first,
+inside a token budget: everything returned, counted in the model's tokens, fits it. Results whose text does not fit
+come back as metadata only (path and lines: follow them with `get_source`).
 Returns the versioned JSON of `knowledge search --json`: results with score, path, section, line_start, line_end,
 content (null when under the full-content threshold), tokens, plus tokens_used, budget and omitted."""
 
@@ -52,6 +40,31 @@ def _call(operation: Callable[[], JsonObject]) -> str:
         return json.dumps(operation(), ensure_ascii=False)
     except KnowledgeError as exc:
         raise ToolError(str(exc)) from exc
+
+
+def _search_tool(backend: Backend) -> Callable[..., str]:
+    """The `search` tool, its parameters and their descriptions made from SearchRequest's one declaration."""
+    from typing import Annotated, cast
+
+    from pydantic import Field
+
+    described = cast("Any", Annotated)  # built at run time from the declaration: a type checker cannot follow
+
+    as_mcp: dict[type, Any] = {bool: bool, int: int | None, float: float | None, str: str, tuple: list[str] | None}
+    question = "What you want to know, in plain words or with identifiers."
+    parameters = [inspect.Parameter("query", KEYWORD, annotation=described[str, Field(description=question)])]
+    for name, kind, option in request_options():
+        if option.mcp:
+            default = None if kind is tuple else SearchRequest.__dataclass_fields__[name].default
+            annotation = described[as_mcp[kind], Field(description=option.help)]
+            parameters.append(inspect.Parameter(name, KEYWORD, default=default, annotation=annotation))
+
+    def search(**arguments: Any) -> str:  # noqa: ANN401 - JSON values, checked by SearchRequest
+        return _call(lambda: backend.search({key: value for key, value in arguments.items() if value is not None}))
+
+    search.__signature__ = inspect.Signature(parameters, return_annotation=str)  # type: ignore[attr-defined]
+    search.__annotations__ = {p.name: p.annotation for p in parameters} | {"return": str}
+    return search
 
 
 def build_server(backend: Backend) -> Any:  # noqa: ANN401 - mcp.server.mcpserver.MCPServer
@@ -72,40 +85,7 @@ def build_server(backend: Backend) -> Any:  # noqa: ANN401 - mcp.server.mcpserve
         read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
     )
 
-    @server.tool(description=SEARCH_DOC, annotations=read_only)
-    def search(
-        query: str,
-        k: int | None = None,
-        kind: str = "all",
-        budget: int | None = None,
-        metadata_only: bool = False,
-        threshold: float | None = None,
-        expand: bool = False,
-        paths: list[str] | None = None,
-        exclude: list[str] | None = None,
-        language: list[str] | None = None,
-        files_only: bool = False,
-        exact: bool = False,
-        match: str = "word",
-        context: int = 0,
-    ) -> str:
-        params = {
-            "query": query,
-            "k": k,
-            "kind": kind,
-            "budget": budget,
-            "metadata_only": metadata_only,
-            "threshold": threshold,
-            "expand": expand,
-            "paths": paths,
-            "exclude": exclude,
-            "language": language,
-            "files_only": files_only,
-            "exact": exact,
-            "match": match,
-            "context": context,
-        }
-        return _call(lambda: backend.search({key: value for key, value in params.items() if value is not None}))
+    server.tool(name="search", description=SEARCH_DOC, annotations=read_only)(_search_tool(backend))
 
     @server.tool(annotations=read_only)
     def get_source(
