@@ -68,7 +68,7 @@ class SearchRequest:
         False, "Never include content: paths, titles, sections, lines.", flags=("--metadata-only",), warm=True
     )
     explain: bool = _option(
-        False, "Show each result's dense and lexical scores, ranks and fused score.", flags=("--explain",), mcp=False
+        False, "Show each result's dense and lexical scores, ranks and fused score.", flags=("--explain",)
     )
     kind: str = _option(
         "all", "Search docs, code, or both (merged by fused rank).", flags=("--kind",), choices=KINDS_ASKED, warm=True
