@@ -286,3 +286,19 @@ def test_docs_without_descriptions_are_noise_only_where_the_repository_uses_them
     assert "have no `description`" not in run(git_repo, "reindex-all").stderr  # this repository uses none
     commit(git_repo, {"docs/c.md": "---\ndescription: C.\n---\n# C\n\nText.\n"})
     assert "2 doc(s) have no `description`" in run(git_repo, "reindex-all").stderr
+
+
+def test_a_rare_word_is_found_lexically_before_any_vector(git_repo):
+    """Issue 44's `zanzibarwidget`: a word in a comment, indexed, no vector yet: the lexical list answers it first."""
+    from knowledge.kb import KnowledgeBase
+
+    widgets = {
+        f"src/w{i}.py": f'class Widget{i}:\n    """A widget."""\n\n    def render(self):\n        return {i}\n'
+        for i in range(5)
+    }
+    commit(git_repo, {**widgets, "src/helper.py": "def helper():\n    # zanzibarwidget aligns frobs\n    return 1\n"})
+    kb = KnowledgeBase.open(git_repo, embedder_factory=lambda s: HashingEmbedder())
+    assert kb.reindex_all(embed=False).chunks_pending > 0
+    top = kb.search("zanzibarwidget", explain=True).results[0]
+    assert top.path == "src/helper.py"
+    assert top.explain["lexical_rank"] == 1
