@@ -23,6 +23,7 @@ import numpy.typing as npt
 
 from ..errors import ModelUnavailableError, ModelVerificationError
 from ..fs import atomic_write
+from ..records import Progress
 
 if TYPE_CHECKING:
     from .onnx_embedder import OnnxEmbedder
@@ -124,12 +125,22 @@ def verified(static: StaticEmbedder) -> int:
     return int(((questions @ passages.T).argmax(axis=1) == np.arange(len(VERIFY_PAIRS))).sum())
 
 
-def build_static(model_dir: Path, embedder: OnnxEmbedder, say: Callable[[str], None] | None = None) -> int:
-    """Distil, reduce, verify and write the static table beside the model; returns how many checks it passed."""
+def build_static(
+    model_dir: Path,
+    embedder: OnnxEmbedder,
+    say: Callable[[str], None] | None = None,
+    on_progress: Callable[[Progress], None] | None = None,
+) -> int:
+    """Distil, reduce, verify and write the static table beside the model; returns how many checks it passed.
+    Progress goes to `on_progress` after every batch (a bar on a terminal), else a line to `say` now and then."""
     started = time.monotonic()
 
     def progress(done: int, total: int) -> None:
-        if say is not None and (done == total or done % (DISTILL_BATCH * 10) == 0):
+        if on_progress is not None:
+            elapsed = time.monotonic() - started
+            eta = elapsed / done * (total - done) if done else None
+            on_progress(Progress("static stage", done, total, eta))
+        elif say is not None and (done == total or done % (DISTILL_BATCH * 10) == 0):
             say(f"static stage: {done}/{total} vocabulary tokens")
 
     table = reduce(distill(embedder, progress))
