@@ -241,3 +241,41 @@ def test_outside_git_show_honours_a_folders_gitignore_as_indexing_does(tmp_path)
         assert result.exit_code == 1, result.output
         assert "ignored by a .gitignore" in result.output
     assert CliRunner().invoke(cli, ["-C", str(root), "show", "notes/open.md"]).exit_code == 0
+
+
+def test_mcp_over_stdio_answers_a_request_holding_a_lone_surrogate(git_repo):
+    """`"\\ud800"` is valid JSON and no UTF-8: the SDK's reader dropped such a line without a reply. It is read as
+    U+FFFD now, so the request is answered, and so is the next."""
+    import select
+    import subprocess
+
+    commit(git_repo, {"docs/a.md": "# A\n\nText.\n"})
+    process = subprocess.Popen(
+        [sys.executable, "-m", "knowledge", "-C", str(git_repo), "mcp"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
+
+    def send(message: str) -> None:
+        process.stdin.write(message.encode() + b"\n")
+        process.stdin.flush()
+
+    def reply() -> dict:
+        ready, _, _ = select.select([process.stdout], [], [], 60)
+        assert ready, "no reply"
+        return json.loads(process.stdout.readline())
+
+    try:
+        hello = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
+        send(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello}))
+        assert reply()["id"] == 1
+        send('{"jsonrpc":"2.0","method":"notifications/initialized"}')
+        call = '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"status","arguments":{"x":"a \\ud800"}}}'
+        send(call)
+        assert reply()["id"] == 2
+        send('{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"status","arguments":{}}}')
+        assert reply()["id"] == 3
+    finally:
+        process.kill()
+        process.wait()

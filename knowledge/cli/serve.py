@@ -105,7 +105,7 @@ def mcp_command(
     knowledge mcp --remote http://devbox:8765
     """
     from ..server.auth import is_loopback
-    from ..server.mcp import build_server, run_http
+    from ..server.mcp import build_server, run_http, run_stdio
 
     token = _token(token_file) if use_http else None
     if use_http and token is None:
@@ -121,7 +121,7 @@ def mcp_command(
     backend = backend_for(remote, warm_local)
     server = build_server(backend)
     if not use_http:
-        server.run("stdio")
+        run_stdio(server)
         return
     if not is_loopback(host):
         raise KnowledgeError("knowledge mcp --http binds loopback only; use `knowledge serve` (token auth) remotely")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -162,3 +163,45 @@ def run_http(server: Any, host: str, port: int, token: str) -> None:  # noqa: AN
 
     app = bearer_guard(server.streamable_http_app(host=host), token)
     uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning")).run()
+
+
+def run_stdio(server: Any) -> None:  # noqa: ANN401 - mcp MCPServer
+    """Serve over stdio, each request line read through `_repaired` first: a lone surrogate escape (`"\\ud800"`, valid
+    JSON, no UTF-8) makes the SDK's reader drop the line without a reply, so it arrives as U+FFFD instead."""
+    import threading
+
+    original = os.dup(0)
+    read_end, write_end = os.pipe()
+    os.dup2(read_end, 0)
+    os.close(read_end)
+
+    def pump() -> None:
+        with os.fdopen(original, "rb") as source, os.fdopen(write_end, "wb") as sink:
+            for line in source:
+                sink.write(_repaired(line))
+                sink.flush()
+
+    threading.Thread(target=pump, name="knowledge-mcp-stdin", daemon=True).start()
+    server.run("stdio")
+
+
+def _repaired(line: bytes) -> bytes:
+    """`line` as is, unless its JSON holds a lone surrogate: then the same message with each one as U+FFFD."""
+    if b"\\ud" not in line.lower():
+        return line
+    try:
+        message = json.loads(line)
+    except ValueError:
+        return line  # not JSON: the SDK's own parse error answers it
+    text = json.dumps(_without_surrogates(message), ensure_ascii=True)
+    return text.encode("ascii") + b"\n"
+
+
+def _without_surrogates(value: object) -> object:
+    if isinstance(value, str):
+        return "".join("\ufffd" if "\ud800" <= char <= "\udfff" else char for char in value)
+    if isinstance(value, list):
+        return [_without_surrogates(item) for item in value]
+    if isinstance(value, dict):
+        return {_without_surrogates(k): _without_surrogates(v) for k, v in value.items()}
+    return value
