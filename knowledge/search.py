@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from .budget import pack
 from .grep import occurrences
 from .kind import KindIndex
+from .members import answer_text, is_container
 from .pieces import group_key, is_part, merge
 from .policy import FusionParams
 from .ranking import RULE_NAMES, apply_rules, diversify, rules_for
@@ -231,19 +232,20 @@ def make_hits(
         )
         full = strong and not options.metadata_only
         graph = index.call_graph() if chunk.kind == "code" else None
+        text = answer_text(chunk, index.store.chunks_of_path(chunk.path)) if is_container(chunk) else chunk.content
         hits.append(
             _hit(
                 chunk,
                 score=None if candidate.cosine is None else round(candidate.cosine, 4),
                 relevance=relevance(candidate.final, options.policy.fusion),
-                content=chunk.content if full else None,
+                content=text if full else None,
                 stale=stale_for(chunk.path),
                 explain=_explain(candidate) if options.explain else None,
                 calls=graph.calls(chunk) if graph else None,
                 called_by=graph.called_by(chunk) if graph else None,
             )
         )
-        spare_text.append(None if full or options.metadata_only else chunk.content)
+        spare_text.append(None if full or options.metadata_only else text)
     return hits, spare_text
 
 

@@ -533,3 +533,30 @@ def test_a_call_in_the_third_part_of_a_split_function_makes_it_a_caller(git_repo
     assert {"name": "Command.main", "path": "src/command.py", "line": 65, "resolved": "exact"} in CallGraph(
         chunks
     ).called_by(third)
+
+
+def test_a_container_answers_with_its_members_outline(git_repo):
+    """`Framework::Helpers` asked for: its declaration and what it holds (methods, a nested class and its method),
+    with their lines, instead of the one line `module Helpers`. The index is untouched: only the answer grows."""
+    ruby = (
+        "module Framework\n  module Helpers\n    def escape_html(text)\n      text\n    end\n\n"
+        "    class FormBuilder\n      def field(name)\n        name\n      end\n    end\n  end\nend\n"
+    )
+    commit(git_repo, {"lib/helpers.rb": ruby})
+    kb = kb_for(git_repo)
+    kb.reindex_all()
+    hit = next(
+        h for h in kb.search("Helpers", kind="code", threshold=-1, full_threshold=-1).results if h.symbol == "Helpers"
+    )
+    assert hit.content.splitlines() == [
+        "  module Helpers",
+        "",
+        "members of Framework.Helpers:",
+        "  method escape_html  3-5",
+        "  class FormBuilder  7-7",
+        "    method field  8-10",
+    ]
+    small = kb.search("Helpers", kind="code", threshold=-1, full_threshold=-1, budget=120).results
+    assert any(h.content and "members of Framework.Helpers" in h.content for h in small)  # it fits a small budget
+    indexed = next(c for c in kb.index("code").all_chunks().values() if c.symbol == "Helpers")
+    assert indexed.content == "  module Helpers"  # what is indexed and embedded is unchanged

@@ -1,0 +1,43 @@
+"""A container (class, interface, struct, trait, impl, module, …) answers as a container: its declaration, then an
+outline of its members (kind, name, lines; nested ones indented), read from the index when the answer is made. The
+index and the ranking are untouched: only the answer's text grows from the declaration's one line to something an
+agent can act on."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from .chunking.languages import CONTAINERS
+from .records import Chunk
+
+MAX_MEMBERS = 60  # an outline longer than this is cut, with the count of what was left out
+
+
+def is_container(chunk: Chunk) -> bool:
+    return chunk.kind == "code" and chunk.symbol_kind in CONTAINERS
+
+
+def answer_text(chunk: Chunk, same_file: Iterable[Chunk]) -> str:
+    """`chunk`'s text, and for a container the outline of its members among `same_file` (the chunks of its file):
+    the entities whose parent it is, and theirs in turn, indented."""
+    if not is_container(chunk):
+        return chunk.content
+    by_parent: dict[str, list[Chunk]] = {}
+    for other in same_file:
+        if other.symbol and other.parent and "~" not in other.id and other.id != chunk.id:
+            by_parent.setdefault(other.parent, []).append(other)
+    lines: list[str] = []
+
+    def outline(name: str, depth: int, seen: frozenset[str]) -> None:
+        for member in sorted(by_parent.get(name, ()), key=lambda c: c.line_start):
+            kind = f"{member.symbol_kind} " if member.symbol_kind else ""
+            lines.append(f"{'  ' * depth}{kind}{member.symbol}  {member.line_start}-{member.line_end}")
+            if member.symbol_kind in CONTAINERS and member.symbol not in seen:
+                outline(member.symbol, depth + 1, seen | {member.symbol})
+
+    outline(chunk.symbol, 1, frozenset({chunk.symbol}))
+    if not lines:
+        return chunk.content
+    shown = lines[:MAX_MEMBERS] + ([f"  … {len(lines) - MAX_MEMBERS} more"] if len(lines) > MAX_MEMBERS else [])
+    qualified = f"{chunk.parent}.{chunk.symbol}" if chunk.parent else chunk.symbol
+    return chunk.content.rstrip("\n") + f"\n\nmembers of {qualified}:\n" + "\n".join(shown)
