@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterable
+from dataclasses import replace
+
 from .records import Chunk, SearchHit
 from .references import distinctive, is_history, split
 
@@ -36,8 +40,11 @@ def parse_target(target: str, known_paths: set[str]) -> tuple[str | None, int | 
     return None, None, target
 
 
-def docs_for(target: str, docs: dict[int, Chunk], code: dict[int, Chunk], known_paths: set[str]) -> list[SearchHit]:
-    """Sections referring to `target`, strongest tie first: a link or path to the file, a name of its entities."""
+_SUMMARY = re.compile(r'(?:"""|\'\'\'|/\*\*?|//+|#+)\s*([^\n*"\']{8,}?)(?:\.\s|\.?$|"""|\*/)', re.MULTILINE)
+
+
+def _entities(target: str, code: dict[int, Chunk], known_paths: set[str]) -> tuple[str | None, list[Chunk]]:
+    """The path and the entities `target` names: the one at a line, the ones of a symbol, or a file's."""
     path, line, symbol = parse_target(target, known_paths | {c.path for c in code.values()})
     entities = [c for c in code.values() if c.symbol and (path is None or c.path == path)]
     if line is not None:
@@ -45,6 +52,31 @@ def docs_for(target: str, docs: dict[int, Chunk], code: dict[int, Chunk], known_
         entities = sorted(around, key=lambda c: c.line_end - c.line_start)[:1]
     if symbol is not None:
         entities = [c for c in entities if symbol in {_qualified(c), c.symbol}]
+    return path, entities
+
+
+def meaning_query(target: str, code: dict[int, Chunk], known_paths: set[str]) -> str | None:
+    """For a function or class no doc names: what it does, in words (its name split, its doc comment's first
+    sentence), to find the section that documents it by its behaviour. None for a whole file or nothing found."""
+    path, entities = _entities(target, code, known_paths)
+    if len(entities) != 1 or (path is not None and target == path):
+        return None
+    entity = entities[0]
+    words = " ".join(part.lower() for part in re.split(r"(?<=[a-z0-9])(?=[A-Z])|_+", entity.symbol) if part)
+    summary = _SUMMARY.search(entity.content)
+    return f"{words}: {summary.group(1).strip()}" if summary else words
+
+
+def by_meaning(hits: Iterable[SearchHit], query: str) -> list[SearchHit]:
+    """Search results for `meaning_query`, as docs-for answers: tied by `about: QUERY`, a changelog's entries last."""
+    found = [replace(hit, reference=f"about: {query}") for hit in hits]
+    return sorted(found, key=lambda hit: is_history(hit.path, hit.section))
+
+
+def docs_for(target: str, docs: dict[int, Chunk], code: dict[int, Chunk], known_paths: set[str]) -> list[SearchHit]:
+    """Sections referring to `target`, strongest tie first: a link or path to the file, a name of its entities."""
+    path, line, symbol = parse_target(target, known_paths | {c.path for c in code.values()})
+    _, entities = _entities(target, code, known_paths)
     names = {_qualified(c) for c in entities} | ({symbol} if symbol else set())
     names |= {full for c in entities for full in _module_qualified(c)}
     # A bare name in a doc (`status`) ties it to a method only when that method was asked for (by line or name):

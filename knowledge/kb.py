@@ -14,7 +14,7 @@ from .chunking import CHUNKER_VERSION
 from .config import MODEL_VARIANTS, Settings, load_settings
 from .corpus import KINDS
 from .doc_lint import lint_docs
-from .docs_for import docs_for
+from .docs_for import by_meaning, docs_for, meaning_query
 from .drift import find_drift
 from .embed_pass import EmbedResult, embed_in_background, embed_pending
 from .embedding import TokenCounter, model_spec
@@ -340,7 +340,11 @@ class KnowledgeBase:
         known = set(docs.store.files()) | {
             p for p in (target.rpartition(":")[0], target) if p and isinstance(resolve_inside(self.root, p), Path)
         }
-        return docs_for(target, docs.all_chunks(), self._code_chunks(), known)
+        code = self._code_chunks()
+        found = docs_for(target, docs.all_chunks(), code, known)
+        query = None if found else meaning_query(target, code, known)  # nothing names it: what it does, by meaning
+        about = self.search(query, kind="docs", metadata_only=True).results if query else ()
+        return found or by_meaning(about, query or "")
 
     def findability(self) -> FindabilityReport:
         """Each doc's description and section titles asked as queries: where does the doc itself rank?"""
@@ -355,10 +359,8 @@ class KnowledgeBase:
 
     def is_stale(self, path: str) -> bool:
         """True when `path` differs on disk from what its index holds."""
-        for index in self.indexes():
-            if index.store.file(path) is not None:
-                return index.is_stale(path)
-        return True
+        index = next((i for i in self.indexes() if i.store.file(path) is not None), None)
+        return True if index is None else index.is_stale(path)
 
     def source(self, path: str, start: int | None = None, end: int | None = None) -> SourceText:
         """Exact current lines of a file in the repository (1-based, inclusive); refuses paths outside it."""
@@ -371,9 +373,8 @@ class KnowledgeBase:
     def docs_for_file(self, path: str) -> list[SearchHit]:
         """Doc sections that refer to or mention `path` (a file, or `PATH:LINE`): metadata only, no model needed."""
         file, _, line = str(path).rpartition(":")
-        if line.isdigit() and file:
-            return self.docs_for(f"{self.relative_path(file, self.root)}:{line}")
-        return self.docs_for(self.relative_path(path, self.root))
+        at = f":{line}" if line.isdigit() and file else ""
+        return self.docs_for(self.relative_path(file if at else path, self.root) + at)
 
     def relative_path(self, path: str | Path, base: Path | None = None) -> str:
         """`path` (absolute, or relative to `base`) as a repository-relative POSIX path; refuses escapes."""

@@ -395,3 +395,22 @@ def test_a_label_link_is_no_broken_file_and_a_part_that_starts_in_a_code_block_k
     assert kb.drift() == []  # `filtering` is a MyST label, never a file
     hits = kb.docs_for("Thing")
     assert [h.path for h in hits] == ["docs/g.md"]  # `pkg.mod.Thing` names src/pkg/mod.py's Thing
+
+
+def test_docs_for_finds_the_section_that_documents_a_function_by_what_it_does(git_repo):
+    """No doc names `resolve_envvar_value`; the section about values from environment variables documents it: found
+    by meaning (its name in words and its docstring's first sentence), tied by `about: …`."""
+    docs = {
+        "docs/options.md": "---\ndescription: Options.\n---\n# Options\n\n## Values from environment variables\n\n"
+        "An option takes its value from an environment variable when the command line leaves it out.\n\n"
+        "## Prompting\n\nAn option can prompt the user for input.\n",
+        "src/core.py": 'class Option:\n    def resolve_envvar_value(self, ctx):\n        """Find the value in the '
+        'environment variable named by the option."""\n        return ctx\n',
+    }
+    commit(git_repo, docs)
+    kb = open_kb(git_repo)
+    kb.reindex_all()
+    hits = kb.docs_for("src/core.py:3")
+    assert hits[0].section == "Options > Values from environment variables"
+    assert hits[0].reference.startswith("about: resolve envvar value: Find the value in the environment variable")
+    assert kb.docs_for("src/core.py") == []  # a whole file is asked by its references only
