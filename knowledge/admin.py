@@ -191,7 +191,7 @@ def plan_agents(
     if url is None and not remove and importlib.util.find_spec("mcp") is None:
         raise KnowledgeError(
             "the MCP server needs the official MCP SDK, which is not installed here: "
-            "pip install 'repo-knowledge[mcp]' (in this environment), then run this again"
+            "pip install 'mcp>=2.0,<3' in this environment (the `mcp` extra), then run this again"
         )
     if url is not None and not url.startswith(("http://", "https://")):
         raise KnowledgeError(f"--url {url}: expected an http:// or https:// address of `knowledge mcp --http`")

@@ -129,7 +129,7 @@ def test_a_local_server_config_needs_the_mcp_sdk_and_says_how_to_add_it(git_repo
     commit(git_repo, {"README.md": "# r\n"})
     result = CliRunner().invoke(cli, ["-C", str(git_repo), "agents", "install", "--client", "claude"])
     assert result.exit_code == 1
-    assert "pip install 'repo-knowledge[mcp]'" in result.output
+    assert "pip install 'mcp>=2.0,<3'" in result.output
     assert not (git_repo / ".mcp.json").exists()
 
 
