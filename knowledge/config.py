@@ -158,6 +158,7 @@ class Settings:
     redact_secrets: bool = True
     rank_rules: bool = True  # the code ranking rules (definition, file names, path priors, variety)
     drift_changelogs: bool = False  # a changelog's broken references fail `drift` too (they name old APIs by design)
+    fill: bool = True  # false: the index stays at the first stage (static + lexical), no transformer vector is made
     secret_patterns: tuple[str, ...] = ()  # regular expressions redacted besides the built-in detectors
     secret_files: tuple[str, ...] = DEFAULT_SECRET_FILES  # file-name globs never read
     store: str = "local"  # "local" (.knowledge/) or a postgresql:// URL of a shared database (no password in it)
@@ -177,6 +178,7 @@ ENV_VARS: dict[str, tuple[str, ...]] = {
     "redact_secrets": ("KNOWLEDGE_REDACT_SECRETS",),
     "rank_rules": ("KNOWLEDGE_RANK_RULES",),
     "drift_changelogs": ("KNOWLEDGE_DRIFT_CHANGELOGS",),
+    "fill": ("KNOWLEDGE_FILL",),
     "store": ("KNOWLEDGE_STORE",),
     "store_repository": ("KNOWLEDGE_STORE_REPOSITORY",),
 }
@@ -217,7 +219,7 @@ def _coerce(name: str, value: Any, origin: str) -> Any:  # noqa: ANN401 - valida
                 except PatternError as exc:
                     raise fail(str(exc)) from None
             return tuple(value)
-        if name in {"redact_secrets", "rank_rules", "drift_changelogs"}:
+        if name in {"redact_secrets", "rank_rules", "drift_changelogs", "fill"}:
             if isinstance(value, bool):
                 return value
             if str(value).lower() in {"1", "true", "yes", "on"}:

@@ -91,7 +91,13 @@ class Indexer:
             full_threshold=self.thresholds[1],
             built_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             selection=selection_fingerprint(self.settings),
+            static_stage=self.static_stage(),
         )
+
+    def static_stage(self) -> str:
+        """The fingerprint of the static stage this indexer writes ("" when it has none)."""
+        stage = self._static() if self._static is not None else None
+        return "" if stage is None else getattr(stage, "fingerprint", "")
 
     def compatible(self, store: ChunkStore) -> bool:
         mine, theirs = self.manifest(), store.manifest

@@ -18,13 +18,7 @@ from .docs_for import by_meaning, docs_for, meaning_query
 from .drift import find_drift
 from .embed_pass import EmbedResult, embed_in_background, embed_pending
 from .embedding import TokenCounter, model_spec
-from .errors import (
-    IndexCorruptError,
-    IndexIncompatibleError,
-    IndexNotFoundError,
-    KnowledgeError,
-    ModelUnavailableError,
-)
+from .errors import IndexCorruptError, IndexIncompatibleError, IndexNotFoundError, KnowledgeError, ModelUnavailableError
 from .findability import measure as measure_findability
 from .fs import file_lock
 from .git import recently_changed, repo_root
@@ -201,7 +195,9 @@ class KnowledgeBase:
         manifest = index.store.manifest
         if not self.model.may_have_built(manifest.model_id, manifest.model_variant, manifest.fingerprint):
             return self._indexer(on_progress).rebuild(kind, commit)[1]
-        if manifest.chunker_version != CHUNKER_VERSION:  # a new chunker: rebuild, even if no file changed
+        # A new chunker, or static rows of another table (an upgrade): rebuild, even if no file changed
+        stale_static = manifest.static_stage != self.model.static_fingerprint() and index.coverage().static > 0
+        if manifest.chunker_version != CHUNKER_VERSION or stale_static:
             return self._indexer(on_progress).rebuild(kind, commit)[1]
         targets = set(paths) if paths is not None else index.changed_since_index(commit, worktree)
         if not targets and commit == index.commit:
@@ -216,7 +212,7 @@ class KnowledgeBase:
     def embed_pending(self, on_progress: ProgressCallback | None = None, compact: bool = False) -> EmbedResult:
         """Embed every chunk still without a vector; returns at once if another process is already on it."""
         stores = [index.store for index in self.indexes() if index.coverage().embedded < index.coverage().chunks]
-        if not stores and not compact:
+        if not self.settings.fill or (not stores and not compact):  # `fill = false`: the first stage only
             return EmbedResult()
         stores = stores or [index.store for index in self.indexes()]
         cache = open_cache(self.settings, self.model.identity())
@@ -250,8 +246,8 @@ class KnowledgeBase:
         )
 
     def embed_in_background(self) -> bool:
-        """Start a detached `knowledge embed` for pending chunks; False when one is already running."""
-        return embed_in_background(self.root, self.settings.model, self.settings.model_variant)
+        """Start a detached `knowledge embed` for pending chunks; False when one already runs or `fill` is off."""
+        return self.settings.fill and embed_in_background(self.root, self.settings.model, self.settings.model_variant)
 
     def needs_catch_up(self) -> bool:
         """Cheap check (one `git rev-parse`, one stat pass) whether the index trails HEAD or the files."""
@@ -291,6 +287,10 @@ class KnowledgeBase:
             embed_query = None
         waiting = not request.exact and any(index.coverage().static for index in sources)
         stage = self.model.static() if waiting else None
+        if stage is not None and any(
+            index.coverage().static and index.store.manifest.static_stage != stage.fingerprint for index in sources
+        ):
+            stage = None  # rows of another static table (until the next reindex rebuilds them): lexical only
         manifest = sources[0].store.manifest
         options = resolve_options(request, self.settings, (manifest.threshold, manifest.full_threshold))
         response = search(

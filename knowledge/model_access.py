@@ -69,15 +69,26 @@ class ModelAccess:
         return self._embedder
 
     def static(self) -> StaticStage | None:
-        """The static first stage, when built (`knowledge model install`); an injected embedder may bring its own
-        as `static_stage()`. Loaded once."""
+        """The static first stage shipped with knowledge (no model needed); an injected embedder may bring its own
+        as `static_stage()` (None: it has none). Loaded once."""
         if not self._static_checked:
             self._static_checked = True
             if self._factory is not None:
                 self._static = getattr(self.embedder(), "static_stage", lambda: None)()
             else:
-                self._static = self._model().static()
+                from .embedding.static import shipped_static
+
+                self._static = shipped_static()
         return self._static
+
+    def static_fingerprint(self) -> str:
+        """Which static table this process writes and compares (its record only, when it is the shipped one)."""
+        if self._factory is None:
+            from .embedding.static import shipped_fingerprint
+
+            return shipped_fingerprint()
+        stage = self.static()
+        return "" if stage is None else getattr(stage, "fingerprint", "")
 
     @property
     def loaded(self) -> bool:

@@ -11,7 +11,7 @@ ROOT = Path(__file__).resolve().parent.parent
 DO_NOT_TRAIN = ROOT.parent / "shared" / "do-not-train.txt"
 sys.path.insert(0, str(ROOT / "training"))
 
-import mine  # noqa: E402 - training/ is no package of knowledge's
+import chunk_pairs  # noqa: E402 - training/ is no package of knowledge's
 
 
 def normal(name: str) -> str:
@@ -29,24 +29,51 @@ def test_the_manifest_names_nothing_reserved_for_evaluation():
     manifest = json.loads((ROOT / "training" / "manifest.json").read_text())
     assert manifest["sources"]
     for source in manifest["sources"]:
-        named = {normal(source["name"]), normal(source["package"].split()[0])}
+        named = {normal(source["name"]), normal(source["name"].rsplit("/", 1)[-1].removeprefix("pypi:"))}
+        named |= {normal(source[key].split()[0]) for key in ("package", "import") if key in source}
         assert not named & reserved, source["name"]
         assert source.get("licence")
-        assert source.get("version")
+        assert source.get("version") or len(source.get("commit", "")) == 40
 
 
-def test_a_mined_pair_asks_with_the_doc_comment_and_answers_without_it(tmp_path):
-    (tmp_path / "lib.py").write_text(
-        'def read_config_file(path):\n    """Read the settings file at path and return its values."""\n'
-        "    return open(path).read()\n"
+def test_a_mined_pair_asks_with_the_doc_comment_and_answers_without_it():
+    text = (
+        'def read_config_file(path):\n    """Read the settings file at path and return its values.\n\n'
+        '    More.\n    """\n    return open(path).read()\n'
     )
-    (tmp_path / "site-packages").mkdir()
-    (tmp_path / "site-packages" / "other.py").write_text(
-        'def taken_from_elsewhere():\n    """Never mined here."""\n    return 1\n'
+    pairs = list(chunk_pairs.file_pairs("pkg/config.py", text, "test", len))
+    assert [p["query"] for p in pairs] == ["Read the settings file at path and return its values."]
+    positive = pairs[0]["positive"]
+    assert positive.startswith("pkg/config.py (python) function read_config_file")  # the header knowledge embeds
+    assert "return open(path).read()" in positive
+    assert "settings file" not in positive
+
+
+def test_doc_comments_above_a_declaration_ask_for_it_in_other_languages():
+    go = (
+        "package x\n\n// ParseDuration parses a duration string such as 1h30m.\n"
+        "func ParseDuration(s string) int {\n\treturn 0\n}\n"
     )
-    pairs = list(mine.python_pairs(tmp_path, "test"))
-    assert [(p["kind"], p["query"]) for p in pairs] == [
-        ("docstring", "Read the settings file at path and return its values."),
-        ("name", "read config file"),
-    ]
-    assert all('"""' not in p["positive"] and "return open(path).read()" in p["positive"] for p in pairs)
+    rust = (
+        "/// Opens the file at the given path for reading.\n#[inline]\n"
+        "pub fn open(p: &str) -> File {\n    File::new(p)\n}\n"
+    )
+    java = (
+        "class A {\n  /**\n   * Returns the number of elements in this list.\n   * @return the size\n   */\n"
+        "  @Override\n  public int size() {\n    return n;\n  }\n}\n"
+    )
+    found = {
+        name: [(p["query"], p["positive"]) for p in chunk_pairs.file_pairs(name, text, "test", len)]
+        for name, text in (("x.go", go), ("lib.rs", rust), ("A.java", java))
+    }
+    assert found["x.go"][0][0] == "ParseDuration parses a duration string such as 1h30m."
+    assert found["lib.rs"][0][0] == "Opens the file at the given path for reading."
+    assert ("Returns the number of elements in this list.") in [query for query, _ in found["A.java"]]
+    for pairs in found.values():
+        assert all("//" not in positive and "/**" not in positive for _, positive in pairs)
+
+
+def test_tests_and_vendored_code_are_never_mined():
+    text = 'def helper_for_tests(x):\n    """Build a fixture object for the tests."""\n    return x\n'
+    for path in ("tests/test_x.py", "pkg/tests/helpers.py", "vendor/lib.py", "src/thing_test.go"):
+        assert not list(chunk_pairs.file_pairs(path, text, "test", len)), path

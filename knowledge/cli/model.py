@@ -6,7 +6,7 @@ import click
 
 from .. import admin
 from .context import overrides, repository_root
-from .progress import ProgressPrinter, interactive
+from .progress import interactive
 
 
 @click.group("model")
@@ -32,14 +32,7 @@ def model_install_command(
     """
     say = (lambda message: click.echo(message, err=True)) if interactive(quiet) else None
     announce = None if quiet else (lambda message: click.echo(message, err=True))
-    progress = ProgressPrinter(not quiet)  # the static stage's minutes: a bar on a terminal, a line every few seconds
-    try:
-        line = admin.install_model(
-            repository_root(ctx), overrides(ctx), name, variant, not no_fetch, announce, say, progress
-        )
-    finally:
-        progress.close()
-    click.echo(line)
+    click.echo(admin.install_model(repository_root(ctx), overrides(ctx), name, variant, not no_fetch, announce, say))
 
 
 @model_group.command("list")

@@ -20,8 +20,6 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-    from .static import StaticEmbedder
-
 
 @dataclass(frozen=True, slots=True)
 class ModelIdentity:
@@ -45,6 +43,7 @@ class StaticStage(Protocol):
     """The static first stage (static.py): texts to unit vectors with no transformer run."""
 
     dims: int
+    fingerprint: str  # which table: an index records it, and static vectors of another table are not compared
 
     def embed_documents(self, texts: Sequence[str]) -> npt.NDArray[np.float32]: ...
 
@@ -153,17 +152,6 @@ class BuiltModel:
             tokenizer_json = (self.installed.path / "tokenizer.json").read_text(encoding="utf-8")
             self._tokenizer = load_tokenizer(tokenizer_json, self.max_tokens, self.spec.pad_id)
         return len(self._tokenizer.encode(text, add_special_tokens=False).ids)
-
-    def static(self) -> StaticEmbedder | None:
-        """The static first stage distilled from this model, checked against its sha256; None when not built
-        (`knowledge model install` builds it); ModelVerificationError when the file is corrupt."""
-        from .onnx_embedder import load_tokenizer
-        from .static import load_static, static_built
-
-        if not static_built(self.installed.path):
-            return None
-        tokenizer = load_tokenizer((self.installed.path / "tokenizer.json").read_text(encoding="utf-8"), 0, 0)
-        return load_static(self.installed.path, tokenizer)
 
     def load(self) -> Embedder:
         from .install import open_embedder

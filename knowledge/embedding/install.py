@@ -22,7 +22,6 @@ import numpy as np
 from ..config import MODEL_VARIANTS
 from ..errors import ModelUnavailableError, ModelVerificationError
 from ..fs import atomic_write, file_lock
-from ..records import Progress
 from .models import MAX_INT8_LOSS, ModelSpec
 
 if TYPE_CHECKING:
@@ -272,22 +271,3 @@ def open_embedder(installed: InstalledModel) -> OnnxEmbedder:
         fingerprint=installed.fingerprint,
         preoptimized=installed.preoptimized,
     )
-
-
-def ensure_static(
-    home: Path,
-    spec: ModelSpec,
-    variant: str,
-    on_step: Callable[[str], None] | None = None,
-    on_progress: Callable[[Progress], None] | None = None,
-) -> Path:
-    """The static first stage of an installed model, distilled, verified and written beside it if missing."""
-    from .static import build_static, static_built
-
-    installed = installed_model(home, spec, variant) or build_model(home, spec, variant, on_step)
-    with file_lock(installed.path.parent / f".{installed.path.name}.static.lock", timeout=1800):
-        if not static_built(installed.path):
-            if on_step is not None:
-                on_step("distilling the static first stage (every vocabulary token through the model)")
-            build_static(installed.path, open_embedder(installed), on_step, on_progress)
-    return installed.path

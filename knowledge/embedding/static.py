@@ -1,37 +1,27 @@
-"""The static first stage: token vectors distilled from the installed transformer the model2vec way, offline, over our
-own ONNX graph. Every vocabulary token goes through the model alone (`[CLS] token [SEP]`, the model's own sentence
-embedding), the vectors are reduced by PCA to STATIC_DIMS, and each row is weighted by Zipf-estimated frequency
-(SIF: rare tokens count more). A text's static vector is the normalised mean of its tokens' rows: thousands of chunks a
-second on one core, with no transformer run at all. It stands in for a chunk's transformer vector until that arrives.
-
-The build is verified (in the static space, questions must find their own passages) and the
-file is checked against its recorded sha256 on every load: a corrupt file is refused, never half-used.
+"""The static first stage: token vectors trained for code and docs retrieval (training/train_static.py), shipped
+inside the package. A text's static vector is the normalised mean of its tokens' rows: thousands of chunks a second
+on one core, with no transformer run at all. It stands in for a chunk's transformer vector until that arrives, and
+needs no model installed: the table and its tokenizer are package data, checked against their recorded sha256 on
+every load (a corrupt file is refused, never half-used).
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import io
 import json
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from ..errors import ModelUnavailableError, ModelVerificationError
-from ..fs import atomic_write
-from ..records import Progress
+from ..errors import ModelVerificationError
+from ..fs import write_file
 
-if TYPE_CHECKING:
-    from .onnx_embedder import OnnxEmbedder
-
-STATIC_VERSION = 1
-STATIC_DIMS = 256
-SIF_COEFFICIENT = 1e-4  # model2vec's default
-DISTILL_BATCH = 512
+STATIC_VERSION = 2
 MAX_STATIC_TOKENS = 512  # a chunk's first 512 tokens say what it is about; the mean of more only blurs it
 GATHER_TOKENS = 16_384  # token rows gathered at once (16 MB at 256 dims): all of them at once cost GBs and seconds
 # The verification: each word must find its synonym among these, in the static space.
@@ -49,37 +39,13 @@ VERIFY_PAIRS = (  # no token in common within a pair: only meaning can match the
     ("cash", "money"),
     ("illness", "disease"),
 )
-MIN_VERIFIED = 10  # of the 12 questions; MiniLM and mpnet find 12
-TABLE, INFO = "static.npy", "static.json"
-
-
-def distill(embedder: OnnxEmbedder, on_progress: Callable[[int, int], None] | None = None) -> npt.NDArray[np.float32]:
-    """One vector per vocabulary id: the model's sentence embedding of that token alone."""
-    cls, sep = embedder.token_ids([""])[0]
-    vocab = embedder.vocabulary_size()
-    out = np.zeros((vocab, embedder.dims), dtype=np.float32)
-    for start in range(0, vocab, DISTILL_BATCH):
-        ids = range(start, min(vocab, start + DISTILL_BATCH))
-        out[start : start + len(ids)] = embedder.run_ids([[cls, token, sep] for token in ids])
-        if on_progress is not None:
-            on_progress(start + len(ids), vocab)
-    return out
-
-
-def reduce(vectors: npt.NDArray[np.float32], dims: int = STATIC_DIMS) -> npt.NDArray[np.float32]:
-    """PCA to `dims` (centred, by SVD), then SIF weights from Zipf ranks: model2vec's post-processing."""
-    centred = vectors - vectors.mean(axis=0, keepdims=True)
-    _, _, components = np.linalg.svd(centred.astype(np.float64), full_matrices=False)
-    reduced = centred @ components[:dims].T.astype(np.float32)
-    inverse_rank = 1.0 / np.arange(2, len(vectors) + 2)
-    probability = inverse_rank / inverse_rank.sum()
-    weights = SIF_COEFFICIENT / (SIF_COEFFICIENT + probability)
-    weighted: npt.NDArray[np.float32] = (reduced * weights[:, None]).astype(np.float32)
-    return weighted
+MIN_VERIFIED = 10  # of the 12 questions
+SHIPPED = Path(__file__).resolve().parent / "data"
+TABLE, TOKENIZER, INFO = "code-static.npz", "code-static.tokenizer.json", "code-static.json"
 
 
 class StaticEmbedder:
-    """Texts to unit vectors by averaging token rows; the same tokenizer as the transformer it was distilled from."""
+    """Texts to unit vectors by averaging token rows (the table's own tokenizer, every token, no special ones)."""
 
     def __init__(self, table: npt.NDArray[np.float32], tokenizer: Any, fingerprint: str) -> None:  # noqa: ANN401
         self.table = table
@@ -125,70 +91,78 @@ def verified(static: StaticEmbedder) -> int:
     return int(((questions @ passages.T).argmax(axis=1) == np.arange(len(VERIFY_PAIRS))).sum())
 
 
-def build_static(
-    model_dir: Path,
-    embedder: OnnxEmbedder,
-    say: Callable[[str], None] | None = None,
-    on_progress: Callable[[Progress], None] | None = None,
-) -> int:
-    """Distil, reduce, verify and write the static table beside the model; returns how many checks it passed.
-    Progress goes to `on_progress` after every batch (a bar on a terminal), else a line to `say` now and then."""
-    started = time.monotonic()
+def quantized(table: npt.NDArray[np.float32]) -> tuple[npt.NDArray[np.int8], npt.NDArray[np.float32]]:
+    """int8 rows with one scale each (a quarter of float32; the rows' directions survive to ~0.4%)."""
+    scales = np.abs(table).max(axis=1) / 127.0
+    scales[scales == 0] = 1.0
+    rows = np.round(table / scales[:, None]).astype(np.int8)
+    return rows, scales.astype(np.float32)
 
-    def progress(done: int, total: int) -> None:
-        if on_progress is not None:
-            elapsed = time.monotonic() - started
-            eta = elapsed / done * (total - done) if done else None
-            on_progress(Progress("static stage", done, total, eta))
-        elif say is not None and (done == total or done % (DISTILL_BATCH * 10) == 0):
-            say(f"static stage: {done}/{total} vocabulary tokens")
 
-    table = reduce(distill(embedder, progress))
-    passed = verified(StaticEmbedder(table, embedder.tokenizer_without_truncation(), ""))
-    if passed < MIN_VERIFIED:
-        raise ModelVerificationError(
-            f"{model_dir}: the static stage finds {passed} of {len(VERIFY_PAIRS)} verification passages (at least "
-            f"{MIN_VERIFIED} needed); the build was discarded"
-        )
-    scratch = model_dir / f".{TABLE}.building"
-    with scratch.open("wb") as handle:
-        np.save(handle, table)
-    digest = hashlib.sha256(scratch.read_bytes()).hexdigest()
-    scratch.replace(model_dir / TABLE)
+def save_table(folder: Path, table: npt.NDArray[np.float32], tokenizer: Path, recipe: dict[str, Any]) -> None:
+    """Write a trained table, its tokenizer and its record (checksums, recipe) into `folder` (the package's data)."""
+    rows, scales = quantized(table)
+    buffer = io.BytesIO()
+    np.savez(buffer, rows=rows, scales=scales)
+    raw, words = buffer.getvalue(), tokenizer.read_bytes()
     info = {
         "version": STATIC_VERSION,
         "dims": int(table.shape[1]),
         "vocabulary": int(table.shape[0]),
-        "sha256": digest,
-        "verified": f"{passed}/{len(VERIFY_PAIRS)}",
-        "seconds": round(time.monotonic() - started, 1),
-        "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "sha256": hashlib.sha256(raw).hexdigest(),
+        "tokenizer_sha256": hashlib.sha256(words).hexdigest(),
+        "recipe": recipe,
     }
-    atomic_write(model_dir / INFO, json.dumps(info, indent=2))
-    return passed
+    from .onnx_embedder import load_tokenizer
+
+    passed = verified(StaticEmbedder(dequantized(rows, scales), load_tokenizer(words.decode("utf-8"), 0, 0), ""))
+    if passed < MIN_VERIFIED:  # a table trained so far that it forgot plain words: not shipped
+        raise ModelVerificationError(f"{folder / TABLE}: finds {passed} of {len(VERIFY_PAIRS)} synonyms; not shipped")
+    info["verified"] = f"{passed}/{len(VERIFY_PAIRS)}"
+    write_file(folder.parent, folder / TABLE, raw, mode=0o644)
+    write_file(folder.parent, folder / TOKENIZER, words, mode=0o644)
+    write_file(folder.parent, folder / INFO, json.dumps(info, indent=2) + "\n", mode=0o644)
 
 
-def static_built(model_dir: Path) -> bool:
+def dequantized(rows: npt.NDArray[np.int8], scales: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+    table: npt.NDArray[np.float32] = rows.astype(np.float32) * scales[:, None]
+    return table
+
+
+@functools.cache
+def shipped_fingerprint() -> str:
+    """The shipped table's fingerprint from its record alone (load_static checks the file against it)."""
     try:
-        info = json.loads((model_dir / INFO).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return False
-    return info.get("version") == STATIC_VERSION and (model_dir / TABLE).is_file()
+        return _fingerprint(json.loads((SHIPPED / INFO).read_text(encoding="utf-8")))
+    except (OSError, ValueError, KeyError) as exc:
+        raise ModelVerificationError(f"{SHIPPED / INFO}: the static stage's record is unreadable ({exc})") from exc
 
 
-def load_static(model_dir: Path, tokenizer: Any) -> StaticEmbedder:  # noqa: ANN401 - tokenizers.Tokenizer
-    """The verified static table of the model in `model_dir`; ModelUnavailableError when missing or corrupt."""
+def _fingerprint(info: dict[str, Any]) -> str:
+    return f"static{STATIC_VERSION}-{info['sha256'][:12]}"
+
+
+@functools.cache
+def shipped_static() -> StaticEmbedder:
+    """The static stage shipped with knowledge (loaded once per process)."""
+    return load_static(SHIPPED)
+
+
+def load_static(folder: Path) -> StaticEmbedder:
+    """The trained table in `folder`, checked against its record; ModelVerificationError when missing or corrupt."""
+    from .onnx_embedder import load_tokenizer
+
     try:
-        info = json.loads((model_dir / INFO).read_text(encoding="utf-8"))
-        raw = (model_dir / TABLE).read_bytes()
+        info = json.loads((folder / INFO).read_text(encoding="utf-8"))
+        raw, words = (folder / TABLE).read_bytes(), (folder / TOKENIZER).read_bytes()
     except (OSError, ValueError) as exc:
-        raise ModelUnavailableError(f"{model_dir}: no static stage built; run `knowledge model install`") from exc
-    if hashlib.sha256(raw).hexdigest() != info.get("sha256"):
-        raise ModelVerificationError(
-            f"{model_dir / TABLE}: does not match its recorded sha256 (corrupt); run `knowledge model install` to "
-            "build it again"
-        )
-    table = np.load(io.BytesIO(raw))
-    return StaticEmbedder(
-        table.astype(np.float32, copy=False), tokenizer, f"static{STATIC_VERSION}-{info['sha256'][:12]}"
-    )
+        raise ModelVerificationError(f"{folder / INFO}: the static stage is missing or unreadable ({exc})") from exc
+    for name, data, key in ((TABLE, raw, "sha256"), (TOKENIZER, words, "tokenizer_sha256")):
+        if hashlib.sha256(data).hexdigest() != info.get(key):
+            raise ModelVerificationError(
+                f"{folder / name}: does not match its recorded sha256 (corrupt); reinstall knowledge"
+            )
+    with np.load(io.BytesIO(raw)) as stored:
+        table = dequantized(stored["rows"], stored["scales"])
+    tokenizer = load_tokenizer(words.decode("utf-8"), 0, 0)
+    return StaticEmbedder(table, tokenizer, _fingerprint(info))

@@ -38,6 +38,7 @@ class Manifest:
     full_threshold: float
     built_at: str
     selection: str = ""  # fingerprint of include/exclude/size settings
+    static_stage: str = ""  # the static table whose vectors this index holds for waiting chunks ("": before v2)
 
 
 @dataclass(frozen=True, slots=True)
