@@ -67,9 +67,11 @@ class Indexer:
         on_progress: ProgressCallback | None = None,
         engine: Engine | None = None,
         static: Callable[[], StaticStage | None] | None = None,
+        static_fingerprint: Callable[[], str] | None = None,
     ) -> None:
         self.root = root
         self._static = static
+        self._static_fingerprint = static_fingerprint
         self.engine = engine or LocalEngine(root)
         self.settings = settings
         self.model = model
@@ -95,9 +97,11 @@ class Indexer:
         )
 
     def static_stage(self) -> str:
-        """The fingerprint of the static stage this indexer writes ("" when it has none)."""
+        """The fingerprint of the static stage this indexer writes ("" when it has none), without loading it."""
+        if self._static_fingerprint is not None:
+            return self._static_fingerprint()
         stage = self._static() if self._static is not None else None
-        return "" if stage is None else getattr(stage, "fingerprint", "")
+        return "" if stage is None else stage.fingerprint
 
     def compatible(self, store: ChunkStore) -> bool:
         mine, theirs = self.manifest(), store.manifest

@@ -146,6 +146,7 @@ class KnowledgeBase:
             on_progress,
             self.engine,
             self.model.static,
+            self.model.static_fingerprint,
         )
 
     @contextlib.contextmanager

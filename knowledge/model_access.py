@@ -84,7 +84,7 @@ class ModelAccess:
     def static_fingerprint(self) -> str:
         """Which static table this process writes and compares (its record only, when it is the shipped one)."""
         if self._factory is None:
-            from .embedding.static import shipped_fingerprint
+            from .embedding.shipped import shipped_fingerprint
 
             return shipped_fingerprint()
         stage = self.static()

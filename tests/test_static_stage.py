@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from knowledge.embedding.onnx_embedder import load_tokenizer
+from knowledge.embedding.shipped import shipped_fingerprint
 from knowledge.embedding.static import (
     INFO,
     MIN_VERIFIED,
@@ -21,7 +22,6 @@ from knowledge.embedding.static import (
     TOKENIZER,
     StaticEmbedder,
     load_static,
-    shipped_fingerprint,
     verified,
 )
 from knowledge.errors import ModelVerificationError

@@ -20,8 +20,10 @@ import numpy.typing as npt
 
 from ..errors import ModelVerificationError
 from ..fs import write_file
+from .shipped import INFO, SHIPPED, STATIC_VERSION, TABLE, TOKENIZER, fingerprint_of
 
-STATIC_VERSION = 2
+__all__ = ["INFO", "SHIPPED", "TABLE", "TOKENIZER", "StaticEmbedder", "load_static", "save_table", "shipped_static"]
+
 MAX_STATIC_TOKENS = 512  # a chunk's first 512 tokens say what it is about; the mean of more only blurs it
 GATHER_TOKENS = 16_384  # token rows gathered at once (16 MB at 256 dims): all of them at once cost GBs and seconds
 # The verification: each word must find its synonym among these, in the static space.
@@ -40,8 +42,6 @@ VERIFY_PAIRS = (  # no token in common within a pair: only meaning can match the
     ("illness", "disease"),
 )
 MIN_VERIFIED = 10  # of the 12 questions
-SHIPPED = Path(__file__).resolve().parent / "data"
-TABLE, TOKENIZER, INFO = "code-static.npz", "code-static.tokenizer.json", "code-static.json"
 
 
 class StaticEmbedder:
@@ -130,19 +130,6 @@ def dequantized(rows: npt.NDArray[np.int8], scales: npt.NDArray[np.float32]) -> 
 
 
 @functools.cache
-def shipped_fingerprint() -> str:
-    """The shipped table's fingerprint from its record alone (load_static checks the file against it)."""
-    try:
-        return _fingerprint(json.loads((SHIPPED / INFO).read_text(encoding="utf-8")))
-    except (OSError, ValueError, KeyError) as exc:
-        raise ModelVerificationError(f"{SHIPPED / INFO}: the static stage's record is unreadable ({exc})") from exc
-
-
-def _fingerprint(info: dict[str, Any]) -> str:
-    return f"static{STATIC_VERSION}-{info['sha256'][:12]}"
-
-
-@functools.cache
 def shipped_static() -> StaticEmbedder:
     """The static stage shipped with knowledge (loaded once per process)."""
     return load_static(SHIPPED)
@@ -165,4 +152,4 @@ def load_static(folder: Path) -> StaticEmbedder:
     with np.load(io.BytesIO(raw)) as stored:
         table = dequantized(stored["rows"], stored["scales"])
     tokenizer = load_tokenizer(words.decode("utf-8"), 0, 0)
-    return StaticEmbedder(table, tokenizer, _fingerprint(info))
+    return StaticEmbedder(table, tokenizer, fingerprint_of(info))
