@@ -3,6 +3,7 @@ static first stage's vector for every chunk) on the 15 semble-dev repositories, 
 processes. Also the static stage alone (its share of phase one) and the model's throughput for comparison.
 
     python bench/static_stage.py --model all-mpnet-base-v2 --out bench/results/static-stage.json
+    python bench/static_stage.py --source /tmp/main-worktree …      # the same on another checkout (main)
 """
 
 from __future__ import annotations
@@ -53,6 +54,7 @@ def main() -> None:
     parser.add_argument("--model", default="all-mpnet-base-v2")
     parser.add_argument("--corpora", type=Path, default=Path("/tmp/gateS/tree/semble-dev"))
     parser.add_argument("--home", type=Path, default=Path.home() / ".cache" / "knowledge", help="has the models")
+    parser.add_argument("--source", type=Path, default=PROJECT, help="the knowledge to run (e.g. a worktree of main)")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     rows = {}
@@ -63,7 +65,7 @@ def main() -> None:
         for source in sorted(p for p in args.corpora.iterdir() if p.is_dir()):
             repo = Path(scratch) / source.name
             shutil.copytree(source, repo, symlinks=True, ignore=shutil.ignore_patterns(".knowledge"))
-            env = {**os.environ, "KNOWLEDGE_HOME": str(home), "KNOWLEDGE_NO_DAEMON": "1", "PYTHONPATH": str(PROJECT)}
+            env = {**os.environ, "KNOWLEDGE_HOME": str(home), "KNOWLEDGE_NO_DAEMON": "1", "PYTHONPATH": str(args.source)}
             done = subprocess.run(
                 [sys.executable, "-c", PROBE, str(repo), args.model], env=env, capture_output=True, text=True
             )

@@ -171,6 +171,9 @@ class IndexStatus:
     chunks_pending: int = 0
     embedding_eta_seconds: float | None = None  # while an embedding run is going
     embedding_stopped: bool = False  # chunks wait for vectors and no fill holds its lock (killed, or never started)
+    static_coverage: float = 0.0  # share of chunks ranked by the static first stage until their vectors arrive
+    static_stage: str = ""  # which static table wrote those rows (the index's manifest)
+    fill: bool = True  # false (the `fill` setting): the index stays at the first stage
     redactions: tuple[FileProblem, ...] = field(default_factory=tuple)  # secrets replaced: file, line and kind
     store: str = "local"  # where the index lives: "local" or the shared database, repository and branch
 

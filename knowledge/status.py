@@ -53,8 +53,8 @@ def no_index_status(root: Path, store: str) -> IndexStatus:
     )  # fmt: skip
 
 
-def index_status(root: Path, store: str, indexes: list[KindIndex], head: str | None) -> IndexStatus:
-    """The status of existing `indexes` (every kind present)."""
+def index_status(root: Path, store: str, indexes: list[KindIndex], head: str | None, fill: bool = True) -> IndexStatus:
+    """The status of existing `indexes` (every kind present); `fill` is the setting (false: first stage only)."""
     manifest = indexes[0].store.manifest
     built = time.mktime(time.strptime(manifest.built_at, "%Y-%m-%dT%H:%M:%SZ")) - time.timezone
     summaries = {index.kind: index.store.summary() for index in indexes}
@@ -91,6 +91,9 @@ def index_status(root: Path, store: str, indexes: list[KindIndex], head: str | N
         chunks_pending=total - embedded,
         embedding_eta_seconds=sum(etas) if etas else None,
         embedding_stopped=total > embedded and not filling,
+        static_coverage=0.0 if total == 0 else round(sum(c.static for c in coverages.values()) / total, 4),
+        static_stage=manifest.static_stage,
+        fill=fill,
         commit=fresh.commit,
         head=fresh.head,
         commits_behind=fresh.commits_behind,

@@ -27,6 +27,7 @@ from knowledge.embedding.static import (
 from knowledge.errors import ModelVerificationError
 from knowledge.git import recently_changed
 from knowledge.kb import KnowledgeBase
+from knowledge.render import status_from_dict, status_to_dict, status_to_text
 from knowledge.store.asked import ASKED_FILE, KEEP, LIMIT_BYTES, recently_asked, record_asked
 
 from .conftest import HashingEmbedder, commit, model_home
@@ -323,3 +324,10 @@ def test_with_fill_off_the_index_stays_at_the_first_stage_and_answers(git_repo):
     answer = kb.search("hooks install", threshold=0.0)
     assert answer.static_coverage == 1.0
     assert answer.results[0].path == "docs/hooks.md"
+    status = kb.status()
+    assert status.static_coverage == 1.0
+    assert status.fill is False
+    text = status_to_text(status)
+    assert "`fill = false`: the index stays at the first stage" in text
+    assert f"first stage: 100.0% of chunks ranked by the static stage meanwhile ({status.static_stage})" in text
+    assert status_from_dict(status_to_dict(status)) == status

@@ -228,9 +228,19 @@ def status_to_text(status: IndexStatus, verbose: bool = False) -> str:
         + (f" ({status.chunks_pending} pending" if status.chunks_pending else "")
         + (f", about {_age(status.embedding_eta_seconds)} left)" if status.embedding_eta_seconds is not None else "")
         + (
-            "; no fill is running: `knowledge embed` resumes it)"
+            "; `fill = false`: the index stays at the first stage)"
+            if status.chunks_pending and not status.fill
+            else "; no fill is running: `knowledge embed` resumes it)"
             if status.chunks_pending and status.embedding_stopped
             else (")" if status.chunks_pending and status.embedding_eta_seconds is None else "")
+        ),
+        *(
+            [
+                f"first stage: {status.static_coverage:.1%} of chunks ranked by the static stage meanwhile "
+                f"({status.static_stage})"
+            ]
+            if status.static_coverage
+            else []
         ),
         f"thresholds: similarity {status.thresholds.get('threshold')}, "
         f"full content {status.thresholds.get('full_threshold')}",
