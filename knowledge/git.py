@@ -38,6 +38,20 @@ class GitError(KnowledgeError, subprocess.CalledProcessError):
         return f"`{command}` failed in {self.cwd} (exit {self.returncode})" + (f": {said}" if said else "")
 
 
+def check_ignore(root: Path, rel: str) -> tuple[int, str]:
+    """`git check-ignore` of `rel` in `root`: (exit status, its first line of complaint): 0 ignored, 1 not ignored,
+    anything else git could not say. It takes no lock (a status-like read beside a running git)."""
+    result = subprocess.run(
+        ["git", "check-ignore", "-q", "--", rel],
+        cwd=root,
+        env={**_env(), "GIT_OPTIONAL_LOCKS": "0"},
+        capture_output=True,
+        check=False,
+    )
+    lines = result.stderr.decode("utf-8", "replace").strip().splitlines()
+    return result.returncode, lines[0] if lines else f"exit {result.returncode}"
+
+
 def run_git(cwd: Path, *args: str) -> str:
     """stdout of `git args` in `cwd`; raises GitError (a CalledProcessError with a one-line message) on failure."""
     try:

@@ -8,13 +8,12 @@ serving readers also ask git whether the path is ignored, and treat any answer b
 from __future__ import annotations
 
 import errno
-import os
 import stat
-import subprocess
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from .git import check_ignore
 from .patterns import name_glob
 from .records import INDEX_DIR_NAME
 
@@ -95,31 +94,17 @@ def resolve_inside(root: Path, rel: str, secret_files: Iterable[str] = ()) -> Pa
     return target
 
 
-def _git_env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    env["GIT_OPTIONAL_LOCKS"] = "0"
-    return env
-
-
-def _check_ignore(root: Path, rel: str) -> tuple[int, str]:
-    result = subprocess.run(
-        ["git", "check-ignore", "-q", "--", rel], cwd=root, env=_git_env(), capture_output=True, check=False
-    )
-    lines = result.stderr.decode("utf-8", "replace").strip().splitlines()
-    return result.returncode, lines[0] if lines else f"exit {result.returncode}"
-
-
 def ignored_by_git(root: Path, resolved: str, asked: str | None = None) -> Refusal | None:
     """A refusal when git ignores the resolved path (or the asked one, when a symlink led there), or cannot say
     whether it does: any status other than 0 or 1 (e.g. "beyond a symbolic link") is a no, never a yes."""
-    status, message = _check_ignore(root, resolved)
+    status, message = check_ignore(root, resolved)
     if status == 0:
         return Refusal("ignored by git (.gitignore), so not served")
     if status != 1:
         return Refusal(f"git cannot vouch for it ({message})")
     # The asked path runs through a symlink; git may not be able to judge it ("beyond a symbolic link"), which is
     # fine once the resolved path is vouched for, but an explicit ignore on it still refuses.
-    if asked is not None and asked != resolved and _check_ignore(root, asked)[0] == 0:
+    if asked is not None and asked != resolved and check_ignore(root, asked)[0] == 0:
         return Refusal("ignored by git (.gitignore), so not served")
     return None
 

@@ -38,7 +38,14 @@ LAYERS = {
         "knowledge.llms_txt",
         "knowledge.agent_config",
     ),
-    "adapters": ("knowledge.store", "knowledge.embedding", "knowledge.git", "knowledge.corpus", "knowledge.chunking"),
+    "adapters": (
+        "knowledge.store",
+        "knowledge.embedding",
+        "knowledge.git",
+        "knowledge.corpus",
+        "knowledge.chunking",
+        "knowledge.path_gate",
+    ),
     "leaves": (
         "knowledge.fs",
         "knowledge.config",
@@ -49,7 +56,6 @@ LAYERS = {
         "knowledge.request",
         "knowledge.secrets",
         "knowledge.references",
-        "knowledge.path_gate",
         "knowledge.policy",
         "knowledge.globs",
         "knowledge.patterns",
@@ -93,12 +99,13 @@ SIDEWAYS = {
     ("knowledge.tree_chunks", "knowledge.chunk_files"): "chunks the working tree as indexing does",
     # adapters
     ("knowledge.corpus", "knowledge.git"): "discovery lists git's files",
+    ("knowledge.corpus", "knowledge.path_gate"): "discovery reads files through the read gate",
+    ("knowledge.path_gate", "knowledge.git"): "the read gate asks git whether a path is ignored",
     ("knowledge.store", "knowledge.git"): "a shared store keys an index by repository identity and branch",
     # leaves
     ("knowledge.config", "knowledge.fs"): "the user config file is read and written privately",
     ("knowledge.config", "knowledge.patterns"): "settings' globs and regexes are checked as they will run",
     ("knowledge.globs", "knowledge.patterns"): "globs compile to linear-time patterns",
-    ("knowledge.path_gate", "knowledge.patterns"): "secret-file names are globs",
     ("knowledge.secrets", "knowledge.patterns"): "`secret_patterns` run in linear time",
     ("knowledge.request", "knowledge.patterns"): "request globs are checked as the settings' are",
 }

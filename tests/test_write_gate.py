@@ -278,7 +278,10 @@ def test_the_daemon_client_sends_nothing_to_a_socket_another_user_owns(tmp_path)
     server.listen(1)
 
     def serve() -> None:
-        connection, _ = server.accept()
+        try:
+            connection, _ = server.accept()
+        except OSError:  # the server closed at the end, no client having come: what the test wants
+            return
         with connection, contextlib.suppress(OSError):  # the probe below hangs up without asking
             received.append(connection.recv(65536))
             connection.sendall(b'HTTP/1.0 200 OK\r\n\r\n{"forged": true}')
