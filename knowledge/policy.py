@@ -28,9 +28,9 @@ class FusionParams:
     # -0.002 on semble-dev, -0.004 on mixed, +0.002 on the function set. Such chunks still pass the threshold.
     exact_boost: float = 0.0
     # A dense hit from the static first stage (a chunk still waiting for its vector) votes this share of a transformer
-    # hit. Decided on the gate over a static-only index (docs/benchmarks.md §0), against 0 (lexical and rules only):
-    # mpnet 0.2 +0.005 mean, no benchmark below -0.002 (0.35: SciFact -0.013; 1.0: -0.096); MiniLM 0.2 +0.003.
-    static_weight: float = 0.2
+    # hit. Decided on the first-stage gate (docs/benchmarks.md §0a) for the trained table: 0.3 against main's 0.2 and
+    # distilled table +0.026 mean, SciFact -0.004 (0.35: SciFact -0.010; 0.5: -0.026; 0.25: mean -0.005 of 0.3).
+    static_weight: float = 0.3
 
 
 @dataclass(frozen=True, slots=True)

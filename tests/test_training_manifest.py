@@ -77,3 +77,16 @@ def test_tests_and_vendored_code_are_never_mined():
     text = 'def helper_for_tests(x):\n    """Build a fixture object for the tests."""\n    return x\n'
     for path in ("tests/test_x.py", "pkg/tests/helpers.py", "vendor/lib.py", "src/thing_test.go"):
         assert not list(chunk_pairs.file_pairs(path, text, "test", len)), path
+
+
+def test_a_long_doc_comment_also_gives_prose_that_its_summary_asks_for():
+    text = (
+        'def walk(graph):\n    """Sum the weights of a graph.\n\n'
+        "    Every node is visited once; the weights of the edges met on the way are added up, cycles are skipped, "
+        "and a graph with no edge sums to zero in the end.\n\n"
+        '    Args:\n        graph: the graph\n    """\n    return 0\n'
+    )
+    prose = [p for p in chunk_pairs.file_pairs("pkg/walk.py", text, "test", len) if p["kind"] == "doc-prose"]
+    assert [p["query"] for p in prose] == ["Sum the weights of a graph."]
+    assert prose[0]["positive"].startswith("Every node is visited once;")
+    assert "Args" not in prose[0]["positive"]

@@ -18,6 +18,7 @@ from knowledge.chunking.markdown import chunk_markdown
 from knowledge.records import SourceFile
 
 MIN_DOC_WORDS, MAX_DOC_WORDS = 4, 64
+MIN_PROSE_WORDS, MAX_PROSE_WORDS = 20, 200
 CHUNK_TOKENS = 512
 DOCUMENTED_KINDS = {"function", "method", "class", "interface", "struct", "trait", "enum", "module", "impl", "type"}
 SKIPPED_PARTS = {"test", "tests", "testing", "testdata", "__tests__", "spec", "vendor", "third_party", "benchmarks"}
@@ -56,6 +57,24 @@ def clean_doc(lines: Iterable[str]) -> str:
     joined = _MARKUP.sub(lambda m: m.group(1) or "", _INLINE_TAG.sub(r"\1", joined))
     words = joined.split()
     return " ".join(words[:MAX_DOC_WORDS]) if len(words) >= MIN_DOC_WORDS else ""
+
+
+def later_paragraphs(lines: list[str]) -> str:
+    """A doc comment's text after its first paragraph, up to its first tag or parameter section, as plain words."""
+    words: list[str] = []
+    started = seen_blank = False
+    for raw in lines:
+        line = _COMMENT.sub("", raw).strip().rstrip("*/").strip()
+        if not line:
+            seen_blank = started
+            continue
+        started = True
+        if line.startswith(("@", ":param", ":return", ":raises", "Args:", "Returns:", "Parameters", "Examples", ">>>")):
+            break
+        if seen_blank:
+            words += line.split()
+    text = _MARKUP.sub(lambda m: m.group(1) or "", _INLINE_TAG.sub(r"\1", " ".join(words)))
+    return " ".join(text.split()[:MAX_PROSE_WORDS])
 
 
 def _comment_above(lines: list[str], start: int) -> tuple[int, list[str]]:
@@ -100,7 +119,8 @@ def code_pairs(path: str, text: str, source: str, count: Callable[[str], int]) -
             found = next((docstrings[n] for n in range(chunk.line_start, chunk.line_end + 1) if n in docstrings), None)
             if found is None:
                 continue
-            query = clean_doc(found[0].split("\n"))
+            doc_lines = found[0].split("\n")
+            query = clean_doc(doc_lines)
             drop = {n - 1 for n in found[1]}
         else:
             top, block = _comment_above(lines, first)
@@ -109,6 +129,7 @@ def code_pairs(path: str, text: str, source: str, count: Callable[[str], int]) -
                 inside += 1  # a chunk that starts with its own doc comment
             if inside > first:
                 block, top = lines[first:inside], first
+            doc_lines = block
             query = clean_doc(block)
             drop = set(range(top, top + len(block)))
         if not query:
@@ -118,6 +139,9 @@ def code_pairs(path: str, text: str, source: str, count: Callable[[str], int]) -
         positive = header + _head("\n".join(body), count)
         if len(body) > 1:
             yield {"query": query, "positive": positive, "kind": "doc-comment", "source": source, "path": path}
+        rest = later_paragraphs(doc_lines)
+        if len(rest.split()) >= MIN_PROSE_WORDS:  # prose to prose: the summary asks for the explanation under it
+            yield {"query": query, "positive": rest, "kind": "doc-prose", "source": source, "path": path}
 
 
 def doc_pairs(path: str, text: str, source: str, count: Callable[[str], int]) -> Iterator[dict[str, str]]:
