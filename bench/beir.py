@@ -36,7 +36,7 @@ from knowledge.embedding.cache import EmbeddingCache, embed_with_cache
 from knowledge.kb import KnowledgeBase
 from knowledge.kind import KindIndex
 from knowledge.lexical import terms
-from knowledge.policy import DEFAULT_POLICY, FusionParams
+from knowledge.ranking import DEFAULT_POLICY, FusionParams
 from knowledge.records import Chunk
 from knowledge.retrieval import retrieve
 from knowledge.store import Change, Manifest, NewChunk

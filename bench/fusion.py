@@ -23,8 +23,7 @@ from metrics import evaluate
 
 from knowledge.config import load_settings
 from knowledge.lexical import terms
-from knowledge.policy import FusionParams
-from knowledge.retrieval import fuse
+from knowledge.ranking import FusionParams, fuse
 
 SPLITS = {"scifact": "train", "cosqa": "dev"}
 GRID_K = (5, 10, 20, 60)

@@ -159,19 +159,26 @@ for bench, repos in spec["benches"].items():
             kb.reindex_all(embed=not static_only)
         print(f"  {bench}/{repo}: indexed in {time.monotonic() - started:.0f}s", file=sys.stderr, flush=True)
         import dataclasses
-        try:  # the policy record (what resolve_options hands search()); before it, the rules alone
-            import knowledge.policy as holder
+        try:  # the policy record (what resolve_options hands search()): its room, then a module, then the rules
+            import knowledge.ranking.policy as holder
             attribute = "DEFAULT_POLICY"
         except ImportError:
-            import knowledge.ranking as holder
-            attribute = "DEFAULT_RULES"
+            try:
+                import knowledge.policy as holder
+                attribute = "DEFAULT_POLICY"
+            except ImportError:
+                import knowledge.ranking as holder
+                attribute = "DEFAULT_RULES"
         shipped = getattr(holder, attribute)
         for variant, overrides in spec["variants"].items():
             if attribute == "DEFAULT_POLICY":
-                flat = {k: v for k, v in overrides.items() if k not in {"fusion", "plain", "rules", "does_rules"}}
+                nested = {"fusion", "plain", "rules", "does_rules", "cut"}
+                flat = {k: v for k, v in overrides.items() if k not in nested}
                 rules = dataclasses.replace(shipped.rules, **{**flat, **overrides.get("rules", {})})
                 fusion = dataclasses.replace(shipped.fusion, **overrides.get("fusion", {}))
                 chosen = dataclasses.replace(shipped, rules=rules, fusion=fusion)
+                if "cut" in overrides:  # the cut's constants, in the policy since the ranking has its room
+                    chosen = dataclasses.replace(chosen, cut=dataclasses.replace(shipped.cut, **overrides["cut"]))
                 does = overrides.get("does_rules")  # "rules": "does X" questions ranked like any other
                 if does is not None and hasattr(shipped, "does_rules"):
                     does = rules if does == "rules" else dataclasses.replace(shipped.does_rules, **does)

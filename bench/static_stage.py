@@ -65,7 +65,12 @@ def main() -> None:
         for source in sorted(p for p in args.corpora.iterdir() if p.is_dir()):
             repo = Path(scratch) / source.name
             shutil.copytree(source, repo, symlinks=True, ignore=shutil.ignore_patterns(".knowledge"))
-            env = {**os.environ, "KNOWLEDGE_HOME": str(home), "KNOWLEDGE_NO_DAEMON": "1", "PYTHONPATH": str(args.source)}
+            env = {
+                **os.environ,
+                "KNOWLEDGE_HOME": str(home),
+                "KNOWLEDGE_NO_DAEMON": "1",
+                "PYTHONPATH": str(args.source),
+            }
             done = subprocess.run(
                 [sys.executable, "-c", PROBE, str(repo), args.model], env=env, capture_output=True, text=True
             )

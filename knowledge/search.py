@@ -11,7 +11,6 @@ the lexical side (docs/agents.md).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
@@ -21,34 +20,16 @@ from .grep import occurrences
 from .kind import KindIndex
 from .members import answer_text, is_container
 from .pieces import group_key, is_part, merge
-from .policy import FusionParams
-from .ranking import RULE_NAMES, apply_rules, diversify, rules_for
+from .ranking import RULES, Candidate, carries_text, is_bare_name, passes, relevance
+from .ranking import rank as rank_candidates
 from .records import Chunk, SearchHit, SearchResponse
-from .retrieval import Candidate, embed_beside_lexical, lexical_candidates, retrieve
+from .retrieval import embed_beside_lexical, lexical_candidates, retrieve
 from .search_options import SearchOptions, resolve_options
 
 if TYPE_CHECKING:
     import numpy as np
 
 __all__ = ["SearchOptions", "resolve_options", "search"]
-
-CANDIDATE_FLOOR = 50
-FILTERED_DEPTH = 4  # with path or language filters, look this many times deeper before filtering
-# Before a chunk has its vector, only its lexical rank speaks for it: keep the top ranks, show text for the first few.
-LEXICAL_KEPT_RANKS = 10
-# A chunk in the lexical top 10 passes 0.15 under the similarity threshold (semble-dev with the defaults: 0.822 with
-# the cut on cosine alone, 0.838 with top 3 / 0.10, 0.849 with top 10 / 0.15, 0.853 with 0.25; no cut: 0.860).
-LEXICAL_VOUCH_RANKS, LEXICAL_VOUCH_MARGIN = 10, 0.15
-# A result both lists found, with relevance from 0.25 (about the top 20 of both), passes 0.13 under the threshold
-# (mpnet: down to cosine 0.25): semble-dev with the defaults 0.863 -> 0.869 (0.875 with no cut), and 40 SciFact
-# questions asked of four code repositories still get no result at all (0.36 results each at 0.18 under; 4.5-9.5 with
-# no floor).
-RELEVANCE_PASS, RELEVANCE_PASS_MARGIN = 0.25, 0.13
-LEXICAL_FULL_RANKS = 3
-# A query that is one bare name (`g`, `session`, `FromRequest`): its vector says little, so the lexical side's top
-# matches pass whatever their cosine, as a grep user expects; a sentence still needs the similarity floor.
-_BARE_NAME = re.compile(r"\s*[A-Za-z_][\w.:]*\s*")
-
 
 Pooled = list[tuple[Candidate, KindIndex]]
 
@@ -140,7 +121,7 @@ def retrieve_all(
 ) -> Pooled:
     """Every source's fused candidates (lexical and static stage only when no vector exists yet: then no transformer
     loads)."""
-    depth = max(options.k * 3, CANDIDATE_FLOOR) * (FILTERED_DEPTH if options.keep is not None else 1)
+    depth = options.policy.depth(options.k, filtered=options.keep is not None)
     if embed_query is not None:
         vector, lexical = embed_beside_lexical(sources, embed_query, query, depth)
     else:
@@ -154,37 +135,22 @@ def retrieve_all(
 
 
 def rank(pooled: Pooled, sources: Sequence[KindIndex], query: str, options: SearchOptions, cache: ChunkCache) -> Pooled:
-    """The filters, then the ranking policy's rules on the fused scores, then per-file diversity. Fused scores are
-    rank-based, so lists from different stores merge on them directly; the rules need the chunks' names and paths."""
+    """The filters, then the ranking (ranking/rules.py: the rules on the fused scores, then per-file diversity); the
+    rules need the chunks' names and paths."""
     mixed = {index.kind for index in sources} == {"code", "docs"}
     cache.load((c, index) for c, index in pooled if index.kind == "code" or mixed or options.keep is not None)
     if options.keep is not None:  # filters first: what they drop takes no place in the ranking
         keep = options.keep
         pooled = [(c, index) for c, index in pooled if (m := cache.get(index, c.key)) is not None and keep(m)]
     ranked = [(c, cache.get(index, c.key)) for c, index in pooled]
-    fusion, rules = options.policy.fusion, rules_for(options.policy, query)
-    if any(index.kind != "code" for index in sources):  # doc sections cannot earn it: it would tilt a mixed answer
-        rules = replace(rules, file_coherence=0.0)
-    if not mixed:  # the docs' counterpart of the code rules, for mixed answers only: prose alone keeps its fusion
-        rules = replace(rules, heading_words=0.0)
-    apply_rules(ranked, query, fusion.dense_weight / (fusion.k + 1), rules)
-    order = sorted(range(len(pooled)), key=lambda i: (-pooled[i][0].fused, pooled[i][0].dense_rank or 10**9))
-    ranked = [ranked[i] for i in order]
-    pooled = [pooled[i] for i in order]
-    return [pooled[i] for i in diversify(ranked, rules)]
+    order = rank_candidates(ranked, query, options.policy, [index.kind for index in sources])
+    return [(candidate, pooled[position][1]) for position, candidate in order]
 
 
 def cut(pooled: Pooled, query: str, options: SearchOptions) -> Pooled:
-    """What passes the similarity cut. An exact identifier match, and the definition of an asked name, stay even
-    under the threshold: names are what dense vectors miss. A chunk with no vector yet cannot be judged by
-    similarity: its lexical rank decides."""
-    bare_name = _BARE_NAME.fullmatch(query) is not None
-    fusion = options.policy.fusion
-    return [
-        (c, index)
-        for c, index in pooled
-        if c.exact or "defines" in c.rules or _relevant(c, options.threshold, fusion, bare_name)
-    ]
+    """What passes the similarity cut (ranking/cut.py)."""
+    bare_name = is_bare_name(query)
+    return [(c, index) for c, index in pooled if passes(c, options.threshold, options.policy, bare_name)]
 
 
 def group(above: Pooled, options: SearchOptions, cache: ChunkCache) -> Pooled:
@@ -223,13 +189,7 @@ def make_hits(
         chunk = cache.get(index, candidate.key)
         if chunk is None:  # removed by a writer since the candidates were read
             continue
-        strong = (
-            candidate.cosine >= options.full_threshold
-            # the lexical side's first pick that also passes the similarity threshold carries its text too
-            or (candidate.lexical_rank == 1 and candidate.cosine >= options.threshold)
-            if candidate.cosine is not None
-            else _waiting_rank(candidate) <= LEXICAL_FULL_RANKS
-        )
+        strong = carries_text(candidate, options.threshold, options.full_threshold, options.policy.cut)
         full = strong and not options.metadata_only
         graph = index.call_graph() if chunk.kind == "code" else None
         text = answer_text(chunk, index.store.chunks_of_path(chunk.path)) if is_container(chunk) else chunk.content
@@ -265,6 +225,7 @@ def _one_per_entity(above: Pooled, cache: ChunkCache, k: int) -> Pooled:
                 groups.setdefault(key, []).append(position + offset)
         position += len(batch)
     dropped: set[int] = set()
+    best_of: dict[int, Candidate] = {}
     for (_, entity), positions in groups.items():
         best, index = above[positions[0]]
         first = cache.get(index, best.key)
@@ -273,9 +234,10 @@ def _one_per_entity(above: Pooled, cache: ChunkCache, k: int) -> Pooled:
         parts = [chunk for chunk in index.store.chunks_of_path(first.path) if group_key(chunk.id) == entity]
         cache.of(index)[best.key] = merge(parts or [first])
         cosines = [cosine for p in positions if (cosine := above[p][0].cosine) is not None]
-        best.cosine = max(cosines) if cosines else best.cosine
+        if cosines:  # the entity is as close to the query as its closest part
+            best_of[positions[0]] = replace(best, cosine=max(cosines))
         dropped.update(positions[1:])
-    kept = [item for n, item in enumerate(above[:position]) if n not in dropped]
+    kept = [(best_of.get(n, c), index) for n, (c, index) in enumerate(above[:position]) if n not in dropped]
     return kept + above[position:]
 
 
@@ -307,43 +269,6 @@ def _hit(chunk: Chunk, **fields: object) -> SearchHit:
     return SearchHit(**{**base, **fields})  # type: ignore[arg-type]
 
 
-def relevance(final: float, params: FusionParams) -> float:
-    """The order's score in units of first place: 1.0 is first place in both the dense and the lexical list, and rule
-    boosts (a definition of the asked name, the file's name) lift a result past it, uncapped, so results the evidence
-    tells apart never show the same value; it never rises down a list of results, unlike the cosine beside it."""
-    ideal = (params.dense_weight + params.lexical_weight) / (params.k + 1)
-    return round(final / ideal, 3) if ideal > 0 else 0.0
-
-
-def _relevant(candidate: Candidate, threshold: float, params: FusionParams, bare_name: bool = False) -> bool:
-    """The similarity cut, read with the fused evidence: a chunk the lexical side ranks near the top, or that the
-    whole ranking puts near the top, passes a margin under the threshold (a cosine just short of it is often the
-    answer itself, worded differently); far under it nothing passes, so an off-topic question still gets nothing.
-    For a bare name query the lexical side's top matches pass at any cosine."""
-    if candidate.cosine is None:
-        return _lexical_only_kept(candidate)
-    if candidate.cosine >= threshold:
-        return True
-    rank = candidate.lexical_rank
-    vouched = rank is not None and rank <= LEXICAL_VOUCH_RANKS
-    if vouched and (bare_name or candidate.cosine >= threshold - LEXICAL_VOUCH_MARGIN):
-        return True
-    # the ranking's word counts only where both sides found the chunk: a lone dense hit at a low cosine is what an
-    # off-topic question gets too
-    close = candidate.cosine >= threshold - RELEVANCE_PASS_MARGIN and rank is not None
-    return close and relevance(candidate.final, params) >= RELEVANCE_PASS
-
-
-def _waiting_rank(candidate: Candidate) -> int:
-    """For a chunk with no vector yet: its best rank in the lists that could see it (lexical, static stage)."""
-    ranks = [candidate.lexical_rank, candidate.dense_rank if candidate.static is not None else None]
-    return min((rank for rank in ranks if rank is not None), default=10**9)
-
-
-def _lexical_only_kept(candidate: Candidate) -> bool:
-    return _waiting_rank(candidate) <= LEXICAL_KEPT_RANKS
-
-
 def _neighbours(hits: list[SearchHit], sources: list[KindIndex], options: SearchOptions) -> list[SearchHit]:
     """The entities the top code hit calls and is called by, full text unless metadata-only was asked."""
     top = next((hit for hit in hits if hit.kind == "code"), None)
@@ -373,14 +298,12 @@ def _neighbours(hits: list[SearchHit], sources: list[KindIndex], options: Search
 
 def _explain(candidate: Candidate) -> dict[str, float | int | bool | None]:
     return {
-        **{f"rule_{name}": candidate.rules.get(name, 0.0) for name in RULE_NAMES},
-        # options not on by default show only where they moved the candidate
-        **{f"rule_{name}": share for name, share in candidate.rules.items() if name not in RULE_NAMES},
+        **{f"rule_{row.rule.value}": candidate.shares.get(row.rule, 0.0) for row in RULES},
         "dense_score": None if candidate.cosine is None else round(candidate.cosine, 4),
         "static_score": None if candidate.static is None else round(candidate.static, 4),
         "dense_rank": candidate.dense_rank,
         "lexical_score": None if candidate.lexical_score is None else round(candidate.lexical_score, 4),
         "lexical_rank": candidate.lexical_rank,
         "exact_identifier": candidate.exact,
-        "fused_score": round(candidate.fused, 6),
+        "fused_score": round(candidate.score, 6),
     }

@@ -6,10 +6,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from . import policy as policies
 from .config import Settings
 from .globs import glob_to_regex, matches_any
-from .policy import RankingPolicy
+from .ranking import RankingPolicy
+from .ranking import policy as policies
 from .records import Chunk
 from .request import SearchRequest
 

@@ -56,7 +56,6 @@ LAYERS = {
         "knowledge.request",
         "knowledge.secrets",
         "knowledge.references",
-        "knowledge.policy",
         "knowledge.globs",
         "knowledge.patterns",
         "knowledge.config_edit",
@@ -85,12 +84,13 @@ SIDEWAYS = {
     ("knowledge.findability", "knowledge.kind"): "asks a docs KindIndex",
     # the search pipeline's own steps
     ("knowledge.search", "knowledge.retrieval"): "step 1, retrieve",
-    ("knowledge.search", "knowledge.ranking"): "step 2, the ranking rules",
+    ("knowledge.search", "knowledge.ranking"): "step 2, the ranking (rules, diversity) and step 3, the cut",
     ("knowledge.search", "knowledge.search_options"): "what one search runs with",
+    ("knowledge.search_options", "knowledge.ranking"): "the ranking policy one search runs with",
     ("knowledge.search", "knowledge.pieces"): "step 4, parts of one entity merged",
     ("knowledge.search", "knowledge.members"): "a container's answer: its declaration and its members' outline",
     ("knowledge.search", "knowledge.grep"): "--exact/--substring/--regex answer by occurrences",
-    ("knowledge.retrieval", "knowledge.ranking"): "the asked names whose definitions join the candidates",
+    ("knowledge.retrieval", "knowledge.ranking"): "fusion, and the asked names whose definitions join the candidates",
     ("knowledge.ranking", "knowledge.pieces"): "a chunk's entity key",
     ("knowledge.findability", "knowledge.search"): "findability asks through the product's own search",
     # indexing, phase one then phase two

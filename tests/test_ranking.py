@@ -4,8 +4,8 @@
 import pytest
 
 from knowledge.kb import KnowledgeBase
-from knowledge.policy import RankingRules
-from knowledge.ranking import apply_rules, asked_names, asks_what_code_does, diversify
+from knowledge.ranking import DEFAULT_POLICY, Candidate, RankingRules, Rule, asked_names, asks_what_code_does
+from knowledge.ranking.rules import RULES, diversify, score, without
 from knowledge.records import Chunk
 
 from .conftest import HashingEmbedder, commit
@@ -16,10 +16,13 @@ def chunk(path: str, symbol: str = "", kind: str = "code") -> Chunk:
                  line_end=2, content="", content_hash="h", embed_text="", symbol=symbol)  # fmt: skip
 
 
-class Scored:
-    def __init__(self, fused: float) -> None:
-        self.fused = fused
-        self.rules: dict[str, float] = {}
+def at(fused: float) -> Candidate:
+    return Candidate(key=0, fused=fused, score=fused, final=fused)
+
+
+def apply_rules(ranked, query, vote=1 / 6, rules=DEFAULT_POLICY.rules):
+    """The rules' scores, each candidate of `ranked` with its shares by explain name (what --explain shows)."""
+    return [(c, {rule.value: share for rule, share in c.shares.items()}) for c in score(ranked, query, vote, rules)]
 
 
 @pytest.mark.parametrize(
@@ -41,31 +44,31 @@ def test_asked_names(query, names):
 
 def test_the_definition_beats_its_callers_and_tests_are_demoted():
     ranked = [
-        (Scored(0.30), chunk("src/app/views.py", "dispatch_request")),  # a caller, ranked first by fusion
-        (Scored(0.25), chunk("tests/test_blueprints.py", "test_blueprint")),
-        (Scored(0.20), chunk("src/app/blueprints.py", "Blueprint")),
-        (Scored(0.20), chunk("docs/blueprints.md", "", kind="doc")),
+        (at(0.30), chunk("src/app/views.py", "dispatch_request")),  # a caller, ranked first by fusion
+        (at(0.25), chunk("tests/test_blueprints.py", "test_blueprint")),
+        (at(0.20), chunk("src/app/blueprints.py", "Blueprint")),
+        (at(0.20), chunk("docs/blueprints.md", "", kind="doc")),
     ]
-    apply_rules(ranked, "Blueprint", vote=1 / 6)
-    best = max(ranked, key=lambda pair: pair[0].fused)
-    assert best[1].symbol == "Blueprint"
-    assert set(best[0].rules) == {"defines", "file_words"}
-    assert ranked[1][0].rules["demoted"] < 0
-    assert ranked[3][0].rules == {}  # prose is never touched
+    scored = apply_rules(ranked, "Blueprint")
+    best = max(range(len(ranked)), key=lambda n: scored[n][0].score)
+    assert ranked[best][1].symbol == "Blueprint"
+    assert set(scored[best][1]) == {"defines", "file_words"}
+    assert scored[1][1]["demoted"] < 0
+    assert scored[3][1] == {}  # prose is never touched
 
 
 def test_a_query_about_tests_keeps_tests():
-    ranked = [(Scored(0.3), chunk("tests/test_app.py", "test_run"))]
-    apply_rules(ranked, "which tests cover the app runner", vote=1 / 6)
-    assert "demoted" not in ranked[0][0].rules
+    ranked = [(at(0.3), chunk("tests/test_app.py", "test_run"))]
+    assert "demoted" not in apply_rules(ranked, "which tests cover the app runner")[0][1]
 
 
 def test_a_second_chunk_of_one_file_gives_way():
-    ranked = [(Scored(1.0 - n / 100), chunk("a.py", f"f{n}")) for n in range(3)] + [(Scored(0.6), chunk("b.py"))]
-    order = diversify(ranked)
-    assert order == [0, 3, 1, 2]  # a.py's second chunk (0.99 x 0.25) and third (0.98 x 0.06) fall behind b.py's first
-    assert ranked[1][0].rules["same_file"] < 0
-    assert diversify(ranked, RankingRules(enabled=False)) == [0, 1, 2, 3]
+    ranked = [(at(1.0 - n / 100), chunk("a.py", f"f{n}")) for n in range(3)] + [(at(0.6), chunk("b.py"))]
+    order = diversify(ranked, DEFAULT_POLICY.rules)
+    # a.py's second chunk (0.99 x 0.25) and third (0.98 x 0.06) fall behind b.py's first
+    assert [position for position, _ in order] == [0, 3, 1, 2]
+    assert order[2][1].shares[Rule.SAME_FILE] < 0
+    assert [position for position, _ in diversify(ranked, RankingRules(enabled=False))] == [0, 1, 2, 3]
 
 
 def test_a_name_query_finds_the_definition_first_and_explain_shows_why(git_repo):
@@ -220,27 +223,26 @@ def test_exact_mode_lists_every_occurrence_without_a_model(git_repo, monkeypatch
 
 def test_the_file_whose_own_name_the_query_spells_gets_more_of_the_file_word_credit():
     ranked = [
-        (Scored(0.3), chunk("gson/FieldNamingStrategy.java", "FieldNamingStrategy")),
-        (Scored(0.3), chunk("gson/FieldNamingPolicy.java", "FieldNamingPolicy")),
+        (at(0.3), chunk("gson/FieldNamingStrategy.java", "FieldNamingStrategy")),
+        (at(0.3), chunk("gson/FieldNamingPolicy.java", "FieldNamingPolicy")),
     ]
-    apply_rules(ranked, "field naming policy and key transformation", vote=1 / 6)
-    strategy, policy = (scored.rules["file_words"] for scored, _ in ranked)
+    strategy, policy = (
+        shares["file_words"] for _, shares in apply_rules(ranked, "field naming policy and key transformation")
+    )
     assert policy == pytest.approx(1 / 6, abs=1e-4)  # two words or more matched, all three of its own name's words
     assert strategy == pytest.approx(1 / 6 * (0.5 + 0.5 * 2 / 3), abs=1e-4)
 
 
 def test_a_type_name_query_prefers_the_type_to_a_snake_case_method():
     ranked = [
-        (Scored(0.3), chunk("src/form.rs", "from_request")),
-        (Scored(0.3), chunk("src/extract.rs", "FromRequest")),
+        (at(0.3), chunk("src/form.rs", "from_request")),
+        (at(0.3), chunk("src/extract.rs", "FromRequest")),
     ]
-    apply_rules(ranked, "FromRequest", vote=1 / 6)
-    method, trait = (scored.rules["defines"] for scored, _ in ranked)
+    method, trait = (shares["defines"] for _, shares in apply_rules(ranked, "FromRequest"))
     assert trait == pytest.approx(2 / 6, abs=1e-4)
     assert method == pytest.approx(1 / 6, abs=1e-4)
-    snake = [(Scored(0.3), chunk("src/form.rs", "from_request"))]
-    apply_rules(snake, "from_request", vote=1 / 6)
-    assert snake[0][0].rules["defines"] == pytest.approx(2 / 6, abs=1e-4)  # spelled as it is: full credit
+    snake = [(at(0.3), chunk("src/form.rs", "from_request"))]
+    assert apply_rules(snake, "from_request")[0][1]["defines"] == pytest.approx(2 / 6, abs=1e-4)  # spelled as it is
 
 
 def test_an_identifier_most_candidates_hold_earns_no_exact_boost(git_repo):
@@ -255,45 +257,37 @@ def test_an_identifier_most_candidates_hold_earns_no_exact_boost(git_repo):
 
 
 def test_a_verb_in_the_query_finds_the_file_named_for_its_agent_noun():
-    ranked = [(Scored(0.3), chunk("gson/Gson.java", "Gson")), (Scored(0.3), chunk("gson/GsonBuilder.java", "build"))]
-    apply_rules(ranked, "configuring options before building a Gson instance", vote=1 / 6)
-    plain, builder = (scored.rules["file_words"] for scored, _ in ranked)
+    ranked = [(at(0.3), chunk("gson/Gson.java", "Gson")), (at(0.3), chunk("gson/GsonBuilder.java", "build"))]
+    query = "configuring options before building a Gson instance"
+    plain, builder = (shares["file_words"] for _, shares in apply_rules(ranked, query))
     assert builder > plain  # building ~ builder: two words of its name, against one
 
 
 def test_a_header_gives_way_to_its_source_file():
-    ranked = [(Scored(0.3), chunk("src/idna.h")), (Scored(0.28), chunk("src/idna.c", "uv__idna_toascii"))]
-    apply_rules(ranked, "IDNA internationalized domain name encoding", vote=1 / 6)
-    header, source = (scored for scored, _ in ranked)
-    assert source.fused > header.fused
-    assert header.rules["header"] < 0
-    alone = [(Scored(0.3), chunk("include/fmt/format.h", "format"))]  # a header-only library keeps its place
-    apply_rules(alone, "formatting", vote=1 / 6)
-    assert "header" not in alone[0][0].rules
+    ranked = [(at(0.3), chunk("src/idna.h")), (at(0.28), chunk("src/idna.c", "uv__idna_toascii"))]
+    header, source = apply_rules(ranked, "IDNA internationalized domain name encoding")
+    assert source[0].score > header[0].score
+    assert header[1]["header"] < 0
+    alone = [(at(0.3), chunk("include/fmt/format.h", "format"))]  # a header-only library keeps its place
+    assert "header" not in apply_rules(alone, "formatting")[0][1]
 
 
 def test_a_bare_name_query_keeps_the_lexical_matches_a_sentence_would_cut():
-    from knowledge.policy import DEFAULT_POLICY
-    from knowledge.retrieval import Candidate
-    from knowledge.search import _relevant
+    from knowledge.ranking.cut import relevant
 
     weak_vector = Candidate(key=1, cosine=0.05, lexical_rank=3)  # a one-letter name: its vector says nothing
-    assert _relevant(weak_vector, 0.38, DEFAULT_POLICY.fusion, bare_name=True)
-    assert not _relevant(weak_vector, 0.38, DEFAULT_POLICY.fusion)  # in a sentence, the similarity floor holds
-    assert not _relevant(Candidate(key=2, cosine=0.05, lexical_rank=40), 0.38, DEFAULT_POLICY.fusion, bare_name=True)
+    assert relevant(weak_vector, 0.38, DEFAULT_POLICY, bare_name=True)
+    assert not relevant(weak_vector, 0.38, DEFAULT_POLICY)  # in a sentence, the similarity floor holds
+    assert not relevant(Candidate(key=2, cosine=0.05, lexical_rank=40), 0.38, DEFAULT_POLICY, bare_name=True)
 
 
 def test_the_relevance_pass_needs_both_lists():
-    from knowledge.policy import DEFAULT_POLICY
-    from knowledge.retrieval import Candidate
-    from knowledge.search import _relevant
+    from knowledge.ranking.cut import relevant
 
-    lone_dense = Candidate(
-        key=1, cosine=0.27, dense_rank=1, final=0.5
-    )  # what an off-topic question's top hit looks like
-    assert not _relevant(lone_dense, 0.38, DEFAULT_POLICY.fusion)
+    lone_dense = Candidate(key=1, cosine=0.27, dense_rank=1, final=0.5)  # an off-topic question's top hit looks so
+    assert not relevant(lone_dense, 0.38, DEFAULT_POLICY)
     both = Candidate(key=2, cosine=0.27, dense_rank=1, lexical_rank=15, final=0.5)
-    assert _relevant(both, 0.38, DEFAULT_POLICY.fusion)
+    assert relevant(both, 0.38, DEFAULT_POLICY)
 
 
 def test_in_a_mixed_answer_a_section_whose_heading_spells_the_question_holds_its_place(git_repo):
@@ -341,9 +335,9 @@ def test_results_the_evidence_tells_apart_never_show_the_same_relevance(git_repo
 
 def test_with_rank_rules_off_the_order_is_plain_reciprocal_rank_fusion(git_repo):
     from knowledge.lexical import terms
-    from knowledge.policy import DEFAULT_POLICY
-    from knowledge.retrieval import lexical_scale
-    from knowledge.search import CANDIDATE_FLOOR
+    from knowledge.ranking.fusion import lexical_scale
+
+    floor = DEFAULT_POLICY.candidate_floor
 
     files = {f"src/mod{i}.py": f"def handler_{i}(request):\n    return request.body{i} + {i}\n" for i in range(12)}
     files["src/registry.py"] = "def register_view(name, view):\n    ROUTES[name] = view\n"
@@ -356,8 +350,8 @@ def test_with_rank_rules_off_the_order_is_plain_reciprocal_rank_fusion(git_repo)
 
     index = kb.index("code")
     fusion = DEFAULT_POLICY.fusion
-    dense = index.store.dense_search(HashingEmbedder().embed_query(query), CANDIDATE_FLOOR)
-    lexical = index.store.lexical_search(terms(query), CANDIDATE_FLOOR)
+    dense = index.store.dense_search(HashingEmbedder().embed_query(query), floor)
+    lexical = index.store.lexical_search(terms(query), floor)
     scale = lexical_scale(len(set(terms(query))), fusion)
     fused: dict[int, float] = {}
     dense_rank = {hit.key: rank for rank, hit in enumerate(dense, start=1)}
@@ -423,3 +417,43 @@ def test_a_question_about_one_method_of_a_long_class_answers_with_that_method_fi
 )
 def test_a_question_that_says_what_code_does_is_told_from_a_topic(query, does):
     assert asks_what_code_does(query) is does
+
+
+def test_every_rule_is_a_row_of_the_table_and_its_off_values_silence_it():
+    from dataclasses import replace
+
+    ranked = [
+        (at(0.30), chunk("tests/test_blueprint.py", "Blueprint")),  # defines, file words, demoted
+        (at(0.25), chunk("src/blueprint.py", "Blueprint")),
+        (at(0.20), chunk("src/blueprint.py", "helper")),  # its file's coherence, the same-file decay
+        (at(0.20), chunk("src/idna.h")),  # a header whose source is a candidate
+        (at(0.10), chunk("src/idna.c", "toascii")),
+        (
+            at(0.20),
+            Chunk(
+                id="d#1",
+                path="docs/guide.md",
+                kind="doc",
+                title="Guide",
+                description="",
+                section="Guide > Blueprint",
+                line_start=1,
+                line_end=2,
+                content="",
+                content_hash="h",
+                embed_text="",
+            ),
+        ),
+    ]
+    rules = replace(DEFAULT_POLICY.rules, non_callable=0.6)  # a class shell counts less: these chunks are no function
+
+    def moved(rules: RankingRules) -> set[Rule]:
+        scored = score(ranked, "Blueprint", 1 / 6, rules)
+        decayed = diversify(list(zip(scored, [c for _, c in ranked], strict=True)), rules)
+        return {rule for _, c in decayed for rule, share in c.shares.items() if share}
+
+    assert moved(rules) == set(Rule) == {row.rule for row in RULES}  # every rule fires here, each is one row
+    for row in RULES:
+        assert row.rule not in moved(without(rules, row.rule)), row.rule
+        assert moved(without(rules, row.rule)) == moved(rules) - {row.rule}  # and silences no other
+    assert moved(RankingRules(enabled=False)) == set()

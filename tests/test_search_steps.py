@@ -3,8 +3,8 @@
 import pytest
 
 from knowledge.kb import KnowledgeBase
+from knowledge.ranking import Candidate
 from knowledge.request import SearchRequest
-from knowledge.retrieval import Candidate
 from knowledge.search import ChunkCache, cut, group, make_hits, rank, resolve_options, retrieve_all, search
 
 from .conftest import HashingEmbedder, commit

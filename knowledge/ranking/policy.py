@@ -1,5 +1,4 @@
-"""The ranking policy: the constants of fusion and the ranking rules, in one record that can be injected (the
-cut's own constants are in search.py).
+"""The ranking policy: every constant of fusion, the ranking rules and the cut, in one record that can be injected.
 
 `RankingPolicy.plain()` is reciprocal rank fusion of the dense and lexical lists and nothing else (`rank_rules =
 false`). What each part is worth on every benchmark of the gate: docs/benchmarks.md §4c.
@@ -32,9 +31,16 @@ class FusionParams:
     # distilled table +0.026 mean, SciFact -0.004 (0.35: SciFact -0.010; 0.5: -0.026; 0.25: mean -0.005 of 0.3).
     static_weight: float = 0.3
 
+    @property
+    def vote(self) -> float:
+        """The fused worth of one first-rank vote: the unit every rule's share is counted in."""
+        return self.dense_weight / (self.k + 1)
+
 
 @dataclass(frozen=True, slots=True)
 class RankingRules:
+    """The knobs of the rules in rules.py's table (`RULES`): an added vote is off at 0, a factor or the decay at 1."""
+
     defines: float = 2.0  # first-rank votes for the chunk that defines a name the query asks for
     defines_in_named_file: float = 1.0  # more when the file or module is named like it too
     defines_other_case: float = 0.5  # factor when the query spells a type (`FromRequest`) and this is `from_request`
@@ -66,10 +72,33 @@ def _does_rules() -> RankingRules:
 
 
 @dataclass(frozen=True, slots=True)
+class CutParams:
+    """How the similarity threshold is read with the fused evidence (cut.py), and which results carry their text."""
+
+    # Before a chunk has its vector, only its lexical rank speaks for it: keep the top ranks, show text for the first
+    # few.
+    lexical_kept_ranks: int = 10
+    lexical_full_ranks: int = 3
+    # A chunk in the lexical top 10 passes 0.15 under the similarity threshold (semble-dev with the defaults: 0.822
+    # with the cut on cosine alone, 0.838 with top 3 / 0.10, 0.849 with top 10 / 0.15, 0.853 with 0.25; no cut: 0.860).
+    lexical_vouch_ranks: int = 10
+    lexical_vouch_margin: float = 0.15
+    # A result both lists found, with relevance from 0.25 (about the top 20 of both), passes 0.13 under the threshold
+    # (mpnet: down to cosine 0.25): semble-dev with the defaults 0.863 -> 0.869 (0.875 with no cut), and 40 SciFact
+    # questions asked of four code repositories still get no result at all (0.36 results each at 0.18 under; 4.5-9.5
+    # with no floor).
+    relevance_pass: float = 0.25
+    relevance_pass_margin: float = 0.13
+
+
+@dataclass(frozen=True, slots=True)
 class RankingPolicy:
     fusion: FusionParams = field(default_factory=FusionParams)
     rules: RankingRules = field(default_factory=RankingRules)
     does_rules: RankingRules = field(default_factory=_does_rules)  # the rules for "does X" questions
+    cut: CutParams = field(default_factory=CutParams)
+    candidate_floor: int = 50  # every list is read at least this deep (3 × k when k is larger)
+    filtered_depth: int = 4  # with path or language filters, look this many times deeper before filtering
     definitions_joined: int = 20  # at most this many chunks defining an asked name join the candidates
     # An identifier held by more than this share of the candidates is the project's vocabulary ("tRPC", "WebSocket"
     # in a websocket library), not a name that singles out a chunk: it earns no exact-match boost.
@@ -85,6 +114,10 @@ class RankingPolicy:
             does_rules=RankingRules(enabled=False),
             definitions_joined=0,
         )
+
+    def depth(self, k: int, filtered: bool) -> int:
+        """How deep each list is read for an answer of `k` results."""
+        return max(k * 3, self.candidate_floor) * (self.filtered_depth if filtered else 1)
 
 
 DEFAULT_POLICY = RankingPolicy()

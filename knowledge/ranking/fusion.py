@@ -1,0 +1,101 @@
+"""Fusion: each list's hits become candidates by reciprocal rank, and the static first stage's hits are placed among
+the transformer's. A `Candidate` is a value: the rules and the cut return new ones, never change one."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence, Set
+from dataclasses import dataclass, field
+from enum import Enum
+
+from .policy import FusionParams
+
+
+class Rule(Enum):
+    """A ranking rule, as `RULES` (rules.py) lists them in the order they apply; its value is its `--explain` name."""
+
+    DEFINES = "defines"
+    FILE_WORDS = "file_words"
+    HEADING_WORDS = "heading_words"
+    FILE_COHERENCE = "file_coherence"
+    HEADER = "header"
+    DEMOTE = "demoted"
+    NON_CALLABLE = "non_callable"
+    SAME_FILE = "same_file"
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    key: int
+    cosine: float | None = 0.0  # its similarity to the query in the model's space (None: not known yet)
+    dense_rank: int | None = None
+    lexical_score: float | None = None
+    lexical_rank: int | None = None
+    exact: bool = False  # holds an identifier the query names
+    fused: float = 0.0  # reciprocal rank fusion of its lists
+    static: float | None = None  # its similarity in the static stage's space, while it waits for its vector
+    score: float = 0.0  # fused plus what the rules added or scaled (rules.py)
+    final: float = 0.0  # the score the results are ordered by: `score` after the same-file decay
+    shares: Mapping[Rule, float] = field(default_factory=dict)  # what each rule moved it by, for --explain
+
+
+def fuse(
+    dense: Sequence[tuple[int, float]],
+    lexical: Sequence[tuple[int, float]],
+    params: FusionParams,
+    exact_keys: Set[int] = frozenset(),
+    query_terms: int | None = None,
+    static_keys: Set[int] = frozenset(),
+) -> list[Candidate]:
+    """Candidates from both lists ranked by fused score (ties: better dense rank first)."""
+    lexical_weight = params.lexical_weight * lexical_scale(query_terms, params)
+    fused: dict[int, float] = {}
+    dense_of: dict[int, tuple[int, float]] = {}
+    lexical_of: dict[int, tuple[int, float]] = {}
+    for rank, (key, cosine) in enumerate(dense, start=1):
+        weight = params.dense_weight * (params.static_weight if key in static_keys else 1.0)
+        dense_of[key] = rank, cosine
+        fused[key] = weight / (params.k + rank)
+    for rank, (key, score) in enumerate(lexical, start=1):
+        lexical_of[key] = rank, score
+        fused[key] = fused.get(key, 0.0) + lexical_weight / (params.k + rank)
+    exact = exact_keys & fused.keys()
+    for key in exact:
+        fused[key] += params.exact_boost / (params.k + 1)
+    found = [
+        Candidate(
+            key,
+            cosine=dense_of[key][1] if key in dense_of else 0.0,
+            dense_rank=dense_of[key][0] if key in dense_of else None,
+            lexical_score=lexical_of[key][1] if key in lexical_of else None,
+            lexical_rank=lexical_of[key][0] if key in lexical_of else None,
+            exact=key in exact,
+            fused=total,
+            score=total,
+            final=total,
+        )
+        for key, total in fused.items()
+    ]
+    return sorted(found, key=lambda c: (-c.fused, c.dense_rank or 10**9))
+
+
+def lexical_scale(query_terms: int | None, params: FusionParams) -> float:
+    """1.0 for queries with at least `lexical_full_terms` distinct terms, proportionally less for shorter ones."""
+    if query_terms is None:
+        return 1.0
+    return min(1.0, query_terms / max(1, params.lexical_full_terms))
+
+
+def merge_stages(
+    model: list[tuple[int, float]], static: list[tuple[int, float]], embedded: int, waiting: int
+) -> list[tuple[int, float]]:
+    """One dense list from the transformer's list (over the `embedded` chunks) and the static stage's (over the
+    `waiting` rest): each hit placed where its rank would fall in a ranking of all chunks, its list standing for its
+    share."""
+    if not static:
+        return model
+    if not model:
+        return static
+    total = max(1, embedded + waiting)
+    placed = [((rank - 0.5) * total / max(1, embedded), 0, rank, hit) for rank, hit in enumerate(model, 1)]
+    placed += [((rank - 0.5) * total / max(1, waiting), 1, rank, hit) for rank, hit in enumerate(static, 1)]
+    return [hit for *_, hit in sorted(placed)]
