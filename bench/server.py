@@ -28,15 +28,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from beir_data import SHARED, load, mteb_text
 
+from knowledge.chunking import CHUNKER_VERSION
 from knowledge.config import load_settings
 from knowledge.embedding import load_embedder
 from knowledge.embedding.cache import EmbeddingCache, embed_with_cache
-from knowledge.indexer import index_fingerprint
 from knowledge.kb import KnowledgeBase
 from knowledge.records import Chunk
 from knowledge.server.backend import LocalBackend
 from knowledge.server.http import KnowledgeHTTPServer
-from knowledge.store import Change, Manifest, NewChunk
+from knowledge.store import Change, Manifest, NewChunk, index_fingerprint
 from knowledge.store.local import LocalStore
 
 TOKEN = "bench-token-0123456789abcdef"
@@ -79,7 +79,7 @@ def build_index(root: Path, size: int, model: str, home: Path) -> list[str]:
         embedder.dims,
         "cos",
         1,
-        index_fingerprint(embedder.fingerprint),
+        index_fingerprint(embedder.fingerprint, CHUNKER_VERSION),
         0.0,
         0.5,
         time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),

@@ -72,7 +72,7 @@ def resolved_settings(root: Path, overrides: Overrides) -> list[tuple[str, objec
     settings, sources = load_settings(root, overrides)
     spec = model_spec(settings.model)
     resolved = {  # what a default resolves to, and why: the model's calibration, an existing index
-        "model_variant": (default_variant(root, settings.model), "default: the index's, else the model's"),
+        "model_variant": (default_variant(root, settings), "default: the index's, else the model's"),
         "threshold": (spec.threshold, f"default: calibrated for {spec.name}"),
         "full_threshold": (spec.full_threshold, f"default: calibrated for {spec.name}"),
     }

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Protocol
 from .fs import is_locked, open_append, try_lock
 from .indexer import ProgressCallback
 from .records import Progress
-from .store import ChunkStore, EmbedProgress, embed_lock_path, index_dir
+from .store import EmbedProgress, FillSide, embed_lock_path, index_dir
 from .store.asked import recently_asked
 
 if TYPE_CHECKING:
@@ -47,7 +47,7 @@ class EmbedResult:
 
 def embed_pending(
     root: Path,
-    stores: list[ChunkStore],
+    stores: Sequence[FillSide],
     embedder: Callable[[], DocumentEmbedder],
     cache: EmbeddingCache | None,
     writer_lock: Callable[[], contextlib.AbstractContextManager[None]],
@@ -68,7 +68,7 @@ def embed_pending(
 
 def _embed_all(
     root: Path,
-    stores: list[ChunkStore],
+    stores: Sequence[FillSide],
     embedder: Callable[[], DocumentEmbedder],
     cache: EmbeddingCache | None,
     writer_lock: Callable[[], contextlib.AbstractContextManager[None]],
@@ -140,7 +140,7 @@ def _embed_tracked(
 
 
 def _embed_store(
-    store: ChunkStore,
+    store: FillSide,
     embedder: Callable[[], DocumentEmbedder],
     cache: EmbeddingCache | None,
     writer_lock: Callable[[], contextlib.AbstractContextManager[None]],

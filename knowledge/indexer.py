@@ -26,6 +26,9 @@ from .store import (
     ChunkStore,
     Manifest,
     NewChunk,
+    StoreReader,
+    WriteSide,
+    index_fingerprint,
 )
 from .store.engines import Engine, LocalEngine
 from .version import __version__
@@ -34,16 +37,6 @@ if TYPE_CHECKING:
     from .embedding.cache import EmbeddingCache
 
 ProgressCallback = Callable[[Progress], None]
-
-
-def index_fingerprint(model_fingerprint: str) -> str:
-    return f"{model_fingerprint}-c{CHUNKER_VERSION}"
-
-
-def model_fingerprint_of(index_fingerprint: str) -> str:
-    """The model's part: an index chunked by an older chunker still answers with the same model's vectors (the
-    next reindex chunks it again)."""
-    return index_fingerprint.rsplit("-c", 1)[0]
 
 
 def open_cache(settings: Settings, model: ModelIdentity) -> EmbeddingCache | None:
@@ -88,7 +81,7 @@ class Indexer:
             dims=self.model.dims,
             metric="cos",
             chunker_version=CHUNKER_VERSION,
-            fingerprint=index_fingerprint(self.model.fingerprint),
+            fingerprint=index_fingerprint(self.model.fingerprint, CHUNKER_VERSION),
             threshold=self.thresholds[0],
             full_threshold=self.thresholds[1],
             built_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -103,7 +96,7 @@ class Indexer:
         stage = self._static() if self._static is not None else None
         return "" if stage is None else stage.fingerprint
 
-    def compatible(self, store: ChunkStore) -> bool:
+    def compatible(self, store: StoreReader) -> bool:
         mine, theirs = self.manifest(), store.manifest
         return (mine.fingerprint, mine.dims, mine.model_variant) == (
             theirs.fingerprint,
@@ -158,7 +151,7 @@ class Indexer:
         return self._report(store, chunked, removed, started)
 
     def _apply(
-        self, store: ChunkStore, remove: frozenset[str], chunked: Chunked, commit: str | None, set_commit: bool = True
+        self, store: WriteSide, remove: frozenset[str], chunked: Chunked, commit: str | None, set_commit: bool = True
     ) -> None:
         cache = open_cache(self.settings, self.model)
         try:
@@ -192,7 +185,7 @@ class Indexer:
 
     def _report(
         self,
-        store: ChunkStore,
+        store: StoreReader,
         chunked: Chunked,
         removed: int,
         started: float,

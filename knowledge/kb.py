@@ -10,6 +10,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from . import drift_notes, git, serving
+from .answer import answer
 from .chunking import CHUNKER_VERSION
 from .config import MODEL_VARIANTS, Settings, load_settings
 from .corpus import KINDS
@@ -22,7 +23,7 @@ from .errors import IndexCorruptError, IndexIncompatibleError, IndexNotFoundErro
 from .findability import measure as measure_findability
 from .fs import file_lock
 from .git import recently_changed, repo_root
-from .indexer import Indexer, ProgressCallback, merge_reports, model_fingerprint_of, open_cache
+from .indexer import Indexer, ProgressCallback, merge_reports, open_cache
 from .kind import KindIndex
 from .llms_txt import LLMS_FULL, LLMS_TXT, doc_entries, render_llms_full, render_llms_txt
 from .model_access import EmbedderFactory, ModelAccess
@@ -39,21 +40,23 @@ from .records import (
     SourceText,
 )
 from .request import SearchRequest
-from .search import resolve_options, search
 from .status import index_status, no_index_status
-from .store import index_dir, lock_path
-from .store.asked import record_asked
-from .store.engines import Engine, engine_for, local_manifest
+from .store import lock_path
+from .store.engines import Engine, engine_for
 from .tree_chunks import EstimatedCounter, tree_chunks
 
 
-def default_variant(root: Path, model: str) -> str:
+def default_variant(root: Path, settings: Settings, engine: Engine | None = None) -> str:
     """The variant when no setting names one: what an existing index of this model was built with (an upgrade
-    never invalidates an index), else the model's default."""
-    spec = model_spec(model)
-    manifests = [local_manifest(root, kind) for kind in KINDS]
-    variants = [m.get("model_variant") for m in manifests if m.get("model_id") == spec.name]
-    return next((str(v) for v in variants if v in MODEL_VARIANTS), spec.default_variant)
+    never invalidates an index), local or shared, else the model's default."""
+    spec = model_spec(settings.model)
+    try:
+        engine = engine or engine_for(root, settings.store, settings.store_repository)
+        manifests = [engine.manifest(kind) for kind in KINDS]
+    except KnowledgeError:  # an index folder refused, a database down: said by the command that needs the index
+        manifests = []
+    variants = [m.model_variant for m in manifests if m is not None and m.model_id == spec.name]
+    return next((v for v in variants if v in MODEL_VARIANTS), spec.default_variant)
 
 
 class KnowledgeBase:
@@ -65,12 +68,13 @@ class KnowledgeBase:
         settings: Settings,
         embedder_factory: EmbedderFactory | None = None,
         on_model_step: Callable[[str], None] | None = None,
+        engine: Engine | None = None,
     ) -> None:
         self.root = root
         self.settings = settings
         self.model = ModelAccess(settings, embedder_factory, on_model_step)
         self._indexes: dict[str, tuple[object, KindIndex]] = {}
-        self._engine: Engine | None = None
+        self._engine = engine
         self._warm = False
 
     @property
@@ -94,9 +98,14 @@ class KnowledgeBase:
             raise KnowledgeError(f"{path}: not a directory")
         root = repo_root(path) or path
         settings, sources = load_settings(root, overrides)
-        if sources["model_variant"] == "default":
-            settings = replace(settings, model_variant=default_variant(root, settings.model))
-        return cls(root, settings, embedder_factory, on_model_step)
+        if sources["model_variant"] != "default":
+            return cls(root, settings, embedder_factory, on_model_step)
+        try:  # the engine that says which variant its index was built with is the one the knowledge base uses
+            engine: Engine | None = engine_for(root, settings.store, settings.store_repository)
+        except KnowledgeError:
+            engine = None  # said again, on first use of the index
+        settings = replace(settings, model_variant=default_variant(root, settings, engine))
+        return cls(root, settings, embedder_factory, on_model_step, engine)
 
     # ---- the indexes ------------------------------------------------------------------------------------------
     def index(self, kind: str) -> KindIndex:
@@ -274,42 +283,7 @@ class KnowledgeBase:
             request = SearchRequest(request, **fields)  # type: ignore[arg-type]
         kinds = KINDS if request.kind == "all" else (request.kind,)
         sources = self.indexes(kinds)
-        if not request.exact and any(index.coverage().embedded for index in sources):
-            for index in sources:  # by name first: a mismatch is said before any model is built or loaded
-                manifest = index.store.manifest
-                if not self.model.may_have_built(manifest.model_id, manifest.model_variant, manifest.fingerprint):
-                    raise self.model.mismatch(index.kind, index.store.manifest)
-            fingerprint = self.model.identity().fingerprint
-            for index in sources:
-                if model_fingerprint_of(index.store.manifest.fingerprint) != fingerprint:
-                    raise self.model.mismatch(index.kind, index.store.manifest)
-            embed_query = self.model.embedder().embed_query
-        else:
-            embed_query = None
-        waiting = not request.exact and any(index.coverage().static for index in sources)
-        stage = self.model.static() if waiting else None
-        if stage is not None and any(
-            index.coverage().static and index.store.manifest.static_stage != stage.fingerprint for index in sources
-        ):
-            stage = None  # rows of another static table (until the next reindex rebuilds them): lexical only
-        manifest = sources[0].store.manifest
-        options = resolve_options(request, self.settings, (manifest.threshold, manifest.full_threshold))
-        response = search(
-            sources,
-            embed_query,
-            self.model.count_tokens,
-            request.query,
-            options,
-            self.is_stale,
-            stage.embed_query if stage is not None else None,
-        )
-        if response.dense_coverage < 1 and not request.exact:  # the fill gives these files their vectors next
-            record_asked(index_dir(self.root), (hit.path for hit in response.results))
-        has_docs = any(hit.kind == "doc" for hit in response.results)
-        notes = drift_notes.load(self.root, self.index("docs")) if has_docs else {}
-        if not notes:
-            return response
-        return replace(response, results=tuple(replace(h, drift=notes.get(h.id)) for h in response.results))
+        return answer(request, sources, self.model, self.settings, self.is_stale, lambda: self.index("docs"))
 
     # ---- docs that check themselves -----------------------------------------------------------------------------
     def _code_chunks(self) -> dict[int, Chunk]:

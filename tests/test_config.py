@@ -53,16 +53,23 @@ def test_model_variant_is_one_of_the_built_kinds(tmp_path):
 
 def test_variant_default_follows_an_existing_index_then_the_model(tmp_path):
     import json
+    from dataclasses import asdict, replace
 
+    from knowledge.config import Settings
     from knowledge.kb import default_variant
+    from knowledge.store import FORMAT_VERSION, Manifest
 
-    assert default_variant(tmp_path, "all-mpnet-base-v2") == "int8"
-    assert default_variant(tmp_path, "all-MiniLM-L6-v2") == "fp32"
+    mpnet, minilm = Settings(model="all-mpnet-base-v2"), Settings(model="all-MiniLM-L6-v2")
+    assert default_variant(tmp_path, mpnet) == "int8"
+    assert default_variant(tmp_path, minilm) == "fp32"
     (tmp_path / ".knowledge").mkdir()
-    manifest = {"model_id": "all-mpnet-base-v2", "model_variant": "fp32"}
-    (tmp_path / ".knowledge" / "code.meta.json").write_text(json.dumps({"manifest": manifest}))
-    assert default_variant(tmp_path, "all-mpnet-base-v2") == "fp32"  # an upgrade keeps the index it finds
-    assert default_variant(tmp_path, "all-MiniLM-L6-v2") == "fp32"
+    built = Manifest(FORMAT_VERSION, "0", "all-mpnet-base-v2", "fp32", 768, "cos", 1, "f-c1", 0.3, 0.5, "now")
+    (tmp_path / ".knowledge" / "code.meta.json").write_text(json.dumps({"manifest": asdict(built)}))
+    assert default_variant(tmp_path, mpnet) == "fp32"  # an upgrade keeps the index it finds
+    assert default_variant(tmp_path, minilm) == "fp32"
+    future = {**asdict(replace(built, model_variant="int8-dynamic")), "a_field_of_later_versions": 1}
+    (tmp_path / ".knowledge" / "code.meta.json").write_text(json.dumps({"manifest": future}))
+    assert default_variant(tmp_path, mpnet) == "int8"  # a record this version cannot read says nothing
 
 
 @pytest.mark.parametrize("pattern", ["(a+)+$", r"(\w*)*x", "(a|a)+b", r"(?:x+y?)+z", r"\d*\d*\d*\d*\d*\d*\d*\d*x"])

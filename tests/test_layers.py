@@ -17,6 +17,7 @@ LAYERS = {
         "knowledge.indexer",
         "knowledge.embed_pass",
         "knowledge.chunk_files",
+        "knowledge.answer",
         "knowledge.search",
         "knowledge.search_options",
         "knowledge.retrieval",
@@ -82,6 +83,10 @@ SIDEWAYS = {
     ("knowledge.status", "knowledge.kind"): "counts and freshness of KindIndexes",
     ("knowledge.drift_notes", "knowledge.kind"): "notes valid for one docs index",
     ("knowledge.findability", "knowledge.kind"): "asks a docs KindIndex",
+    # one request answered: the model's check, the pipeline, what the answer leaves behind
+    ("knowledge.answer", "knowledge.search"): "runs the search pipeline",
+    ("knowledge.answer", "knowledge.kind"): "answers over KindIndexes",
+    ("knowledge.answer", "knowledge.drift_notes"): "the last drift run's notes on the doc sections answered",
     # the search pipeline's own steps
     ("knowledge.search", "knowledge.retrieval"): "step 1, retrieve",
     ("knowledge.search", "knowledge.ranking"): "step 2, the ranking (rules, diversity) and step 3, the cut",

@@ -460,3 +460,16 @@ def test_chunks_of_the_same_text_tie_exactly_and_follow_their_keys(git_repo, tmp
     assert len(hits) == 40
     assert len({hit.score for hit in hits}) == 1  # bit-identical, whatever order the terms were read in
     assert [hit.key for hit in hits] == sorted(hit.key for hit in hits)
+
+
+def test_a_clone_with_no_variant_set_takes_the_shared_index_s_variant(origin, tmp_path, monkeypatch, postgres_url):
+    class Named(HashingEmbedder):
+        model_id = "all-mpnet-base-v2"  # the index records the configured model's name
+
+    monkeypatch.setenv("KNOWLEDGE_MODEL_VARIANT", "fp32")  # not mpnet's default (int8)
+    member_kb(origin, tmp_path / "home-a", monkeypatch, postgres_url, Named()).reindex_all()
+    monkeypatch.delenv("KNOWLEDGE_MODEL_VARIANT")
+    other = member_kb(clone(origin, tmp_path / "clone"), tmp_path / "home-b", monkeypatch, postgres_url, Named())
+    assert not (other.root / ".knowledge").exists()  # nothing local to read: the engine said it
+    assert other.settings.model_variant == "fp32"
+    assert other.search("token budget", threshold=0).results  # and the index answers, no mismatch

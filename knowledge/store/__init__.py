@@ -40,6 +40,17 @@ class Manifest:
     selection: str = ""  # fingerprint of include/exclude/size settings
     static_stage: str = ""  # the static table whose vectors this index holds for waiting chunks ("": before v2)
 
+    @property
+    def model_fingerprint(self) -> str:
+        """The model's part of `fingerprint`: an index chunked by an older chunker still answers with the same model's
+        vectors (the next reindex chunks it again)."""
+        return self.fingerprint.rsplit("-c", 1)[0]
+
+
+def index_fingerprint(model_fingerprint: str, chunker_version: int) -> str:
+    """What a manifest records: the model's fingerprint and the chunker's version (`Manifest.model_fingerprint`)."""
+    return f"{model_fingerprint}-c{chunker_version}"
+
 
 @dataclass(frozen=True, slots=True)
 class FileFacts:
@@ -126,8 +137,8 @@ class StoreSummary:
     problems: tuple[FileProblem, ...] = field(default_factory=tuple)
 
 
-class ChunkStore(Protocol):
-    """One kind's chunks, their vectors and their lexical index, as one engine keeps them."""
+class StoreReader(Protocol):
+    """What every side reads: the index's record, its chunks and files, and how much of it is embedded."""
 
     kind: str
     manifest: Manifest
@@ -160,16 +171,24 @@ class ChunkStore(Protocol):
         """Changes whenever chunks are added or removed (not when vectors arrive)."""
         ...
 
+    def coverage(self) -> Coverage: ...
+
+    def close(self) -> None: ...
+
+
+class SearchSide(StoreReader, Protocol):
+    """What a search asks of a store (retrieval.py)."""
+
     def dense_search(self, vector: npt.NDArray[np.float32], k: int) -> list[ScoredKey]:
         """The `k` nearest embedded chunks by cosine similarity, best first."""
         ...
 
-    def lexical_search(self, terms: Sequence[str], k: int) -> list[ScoredKey]:
-        """BM25 over the chunks' lexical terms (any term may match), best first."""
+    def static_search(self, vector: npt.NDArray[np.float32], k: int) -> list[ScoredKey]:
+        """The `k` chunks still without a transformer vector closest to `vector` in the static stage's space."""
         ...
 
-    def keep_warm(self, wait: bool = False) -> None:
-        """A long-running process holds this store: keep whatever makes its queries faster (may do nothing)."""
+    def lexical_search(self, terms: Sequence[str], k: int) -> list[ScoredKey]:
+        """BM25 over the chunks' lexical terms (any term may match), best first."""
         ...
 
     def lexical_terms(self, keys: Sequence[int]) -> dict[int, str]:
@@ -180,23 +199,31 @@ class ChunkStore(Protocol):
         """Keys of chunks whose symbol is one of `names` (lower case, underscores removed)."""
         ...
 
-    def vectors(self, keys: Sequence[int]) -> dict[int, npt.NDArray[np.float32]]:
-        """Stored vectors of those `keys` that have one."""
-        ...
-
     def similarities(self, keys: Sequence[int], vector: npt.NDArray[np.float32]) -> dict[int, float]:
         """The cosine of `vector` to each of `keys` that has a stored vector, computed where the vectors live."""
         ...
 
-    def coverage(self) -> Coverage: ...
-
-    def static_search(self, vector: npt.NDArray[np.float32], k: int) -> list[ScoredKey]:
-        """The `k` chunks still without a transformer vector closest to `vector` in the static stage's space."""
+    def vectors(self, keys: Sequence[int]) -> dict[int, npt.NDArray[np.float32]]:
+        """Stored vectors of those `keys` that have one."""
         ...
+
+    def keep_warm(self, wait: bool = False) -> None:
+        """A long-running process holds this store: keep whatever makes its queries faster (may do nothing)."""
+        ...
+
+
+class WriteSide(StoreReader, Protocol):
+    """What indexing writes (indexer.py): chunks, files and lexical rows in one change, and the commit."""
 
     def apply(self, change: Change) -> None:
         """Apply one change atomically."""
         ...
+
+    def set_commit(self, commit: str | None) -> None: ...
+
+
+class FillSide(StoreReader, Protocol):
+    """What the fill asks and writes (embed_pass.py): the chunks waiting for vectors, then their vectors."""
 
     def pending(self, limit: int, first: Sequence[str] = ()) -> list[Pending]:
         """Chunks without a vector, at most `limit`, in fill order (the files in `first` before others)."""
@@ -205,8 +232,6 @@ class ChunkStore(Protocol):
     def pending_size(self) -> tuple[int, int]:
         """(chunks, characters of embedding input) still waiting for vectors."""
         ...
-
-    def set_commit(self, commit: str | None) -> None: ...
 
     def add_vectors(self, vectors: dict[int, npt.NDArray[np.float32]]) -> int:
         """Store vectors for pending chunks (keys gone meanwhile are ignored); returns how many were stored."""
@@ -218,7 +243,9 @@ class ChunkStore(Protocol):
         """Fold recent vectors into the main vector index when worth it (or `force`); True when it did."""
         ...
 
-    def close(self) -> None: ...
+
+class ChunkStore(SearchSide, WriteSide, FillSide, Protocol):
+    """One kind's chunks, their vectors and their lexical index, as one engine keeps them: the three sides."""
 
 
 _STORED_FIELDS = tuple(name for name in Chunk.__dataclass_fields__ if name != "embed_text")

@@ -37,6 +37,11 @@ class Engine(Protocol):
 
     def open(self, kind: str) -> ChunkStore: ...
 
+    def manifest(self, kind: str) -> Manifest | None:
+        """What the live index of `kind` was built with (model, variant, chunker, static table), read without
+        opening it; None when there is none or it cannot be read."""
+        ...
+
     def create(self, kind: str, manifest: Manifest) -> BuildingStore:
         """A new, empty index that replaces the live one when published."""
         ...
@@ -52,13 +57,14 @@ class Engine(Protocol):
     def describe(self) -> str: ...
 
 
-def local_manifest(root: Path, kind: str) -> dict[str, object]:
-    """The manifest a local index of `kind` describes itself with (`<kind>.meta.json`), or {} when none is readable."""
+def manifest_of(stored: object) -> Manifest | None:
+    """A stored manifest read back; None for what this version cannot read (a field it does not know, one missing)."""
+    if not isinstance(stored, dict):
+        return None
     try:
-        manifest = json.loads((index_dir(root) / f"{kind}.meta.json").read_text(encoding="utf-8"))["manifest"]
-    except (OSError, ValueError, KeyError, TypeError):
-        return {}
-    return manifest if isinstance(manifest, dict) else {}
+        return Manifest(**stored)
+    except TypeError:
+        return None
 
 
 def check_index_folder(root: Path) -> None:
@@ -93,6 +99,13 @@ class LocalEngine:
 
     def open(self, kind: str) -> ChunkStore:
         return LocalStore.open(self.root, kind)
+
+    def manifest(self, kind: str) -> Manifest | None:
+        try:  # `<kind>.meta.json`, written with every change beside the authoritative copy in SQLite
+            stored = json.loads((index_dir(self.root) / f"{kind}.meta.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        return manifest_of(stored.get("manifest") if isinstance(stored, dict) else None)
 
     def create(self, kind: str, manifest: Manifest) -> BuildingStore:
         return LocalStore.create(self.root, kind, manifest)
@@ -189,6 +202,12 @@ class PostgresEngine:
         from .postgres import PostgresStore
 
         return PostgresStore.open(self._target(kind), connect(self.url))
+
+    def manifest(self, kind: str) -> Manifest | None:
+        from .pg_schema import live_manifest
+
+        with self._lock:
+            return manifest_of(live_manifest(self._shared(), self._target(kind)))
 
     def create(self, kind: str, manifest: Manifest) -> BuildingStore:
         from .pg_schema import connect

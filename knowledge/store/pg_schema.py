@@ -374,6 +374,15 @@ def live_index_id(conn: Connection, target: IndexTarget) -> int | None:
     return int(row[0]) if row else None
 
 
+def live_manifest(conn: Connection, target: IndexTarget) -> dict[str, object] | None:
+    """The manifest the live index of `target` was built with, as stored."""
+    row = conn.execute(
+        "SELECT manifest FROM knowledge_indexes WHERE repository = %s AND branch = %s AND kind = %s AND live",
+        (target.repository, target.branch, target.kind),
+    ).fetchone()
+    return dict(row[0]) if row and isinstance(row[0], dict) else None
+
+
 def remove_abandoned(conn: Connection) -> int:
     """Delete indexes whose builder died before publishing (its advisory lock is gone); returns how many."""
     removed = 0

@@ -1,0 +1,123 @@
+"""One search request answered over a repository's indexes: the model checked against what built them, the stage
+each source answers with (the transformer's vectors, the static first stage, the lexical side alone), the search
+pipeline (search.py), and what the answer leaves behind: the files it pointed at, for the fill to embed next, and
+the last drift run's notes on its doc sections."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+from . import drift_notes
+from .config import Settings
+from .errors import IndexIncompatibleError
+from .kind import KindIndex
+from .records import SearchResponse
+from .request import SearchRequest
+from .search import resolve_options, search
+from .store import Manifest, index_dir
+from .store.asked import record_asked
+
+if TYPE_CHECKING:
+    import numpy as np
+
+
+class QueryEmbedder(Protocol):
+    def embed_query(self, text: str) -> np.ndarray: ...
+
+
+class StaticStage(QueryEmbedder, Protocol):
+    @property
+    def fingerprint(self) -> str: ...
+
+
+class Identity(Protocol):
+    @property
+    def fingerprint(self) -> str: ...
+
+
+class Model(Protocol):
+    """What answering asks of the model (model_access.ModelAccess): each part loaded only when needed."""
+
+    def may_have_built(self, model_id: str, variant: str, fingerprint: str) -> bool: ...
+
+    def mismatch(self, kind: str, manifest: Manifest) -> IndexIncompatibleError: ...
+
+    def identity(self) -> Identity: ...
+
+    def embedder(self) -> QueryEmbedder: ...
+
+    def static(self) -> StaticStage | None: ...
+
+    def count_tokens(self, text: str) -> int: ...
+
+
+def answer(
+    request: SearchRequest,
+    sources: Sequence[KindIndex],
+    model: Model,
+    settings: Settings,
+    is_stale: Callable[[str], bool],
+    docs: Callable[[], KindIndex],
+) -> SearchResponse:
+    """The answer to `request` over `sources`; unasked fields fall back to the settings, then to the calibration of
+    the first source. `docs` opens the docs index, read only when the answer holds doc sections."""
+    embed_query = _query_embedder(request, sources, model)
+    stage = _static_stage(request, sources, model)
+    manifest = sources[0].store.manifest
+    options = resolve_options(request, settings, (manifest.threshold, manifest.full_threshold))
+    response = search(
+        sources,
+        embed_query,
+        model.count_tokens,
+        request.query,
+        options,
+        is_stale,
+        stage.embed_query if stage is not None else None,
+    )
+    root = sources[0].root
+    if response.dense_coverage < 1 and not request.exact:  # the fill gives these files their vectors next
+        record_asked(index_dir(root), (hit.path for hit in response.results))
+    return _with_drift_notes(response, root, docs)
+
+
+def _query_embedder(
+    request: SearchRequest, sources: Sequence[KindIndex], model: Model
+) -> Callable[[str], np.ndarray] | None:
+    """The transformer's query embedder, once some source has vectors and every source's were made by this model
+    (by name first: a mismatch is said before any model is built or loaded); None: no transformer is asked."""
+    if request.exact or not any(index.coverage().embedded for index in sources):
+        return None
+    for index in sources:
+        manifest = index.store.manifest
+        if not model.may_have_built(manifest.model_id, manifest.model_variant, manifest.fingerprint):
+            raise model.mismatch(index.kind, manifest)
+    fingerprint = model.identity().fingerprint
+    for index in sources:
+        if index.store.manifest.model_fingerprint != fingerprint:
+            raise model.mismatch(index.kind, index.store.manifest)
+    return model.embedder().embed_query
+
+
+def _static_stage(request: SearchRequest, sources: Sequence[KindIndex], model: Model) -> StaticStage | None:
+    """The static first stage, for sources with chunks still waiting for their vectors; None when no source has
+    any, or when a source's rows are another table's (until the next reindex rebuilds them): then lexical only."""
+    if request.exact or not any(index.coverage().static for index in sources):
+        return None
+    stage = model.static()
+    if stage is not None and any(
+        index.coverage().static and index.store.manifest.static_stage != stage.fingerprint for index in sources
+    ):
+        return None
+    return stage
+
+
+def _with_drift_notes(response: SearchResponse, root: Path, docs: Callable[[], KindIndex]) -> SearchResponse:
+    if not any(hit.kind == "doc" for hit in response.results):
+        return response
+    notes = drift_notes.load(root, docs())
+    if not notes:
+        return response
+    return replace(response, results=tuple(replace(h, drift=notes.get(h.id)) for h in response.results))
