@@ -11,6 +11,9 @@ from typing import TYPE_CHECKING
 from .kind import KindIndex
 from .lexical import identifiers, terms
 from .ranking import Candidate, RankingPolicy, asked_names, fuse, merge_stages
+from .ranking.query import qualified_names, scope_words
+
+QUALIFIED_DEPTH = 10  # a qualified name's definitions are read this many times deeper, then its scope's kept
 
 if TYPE_CHECKING:
     import numpy as np
@@ -27,6 +30,23 @@ def _exact_matches(query: str, index: KindIndex, keys: Sequence[int], policy: Ra
         common = policy.exact_common_share * len(bodies)
         wanted = {name for name in wanted if sum(name in body for body in bodies.values()) <= common}
     return {key for key, body in bodies.items() if wanted & body}
+
+
+def _definitions(index: KindIndex, query: str, limit: int) -> list[int]:
+    """The chunks defining a name the query asks for, at most `limit`; for a qualified name (`Command.invoke`, where
+    `invoke` may be defined a hundred times) those whose scope its qualifiers name come first."""
+    qualified = qualified_names(query)
+    joined = index.store.defining(sorted(asked_names(query)), limit * (QUALIFIED_DEPTH if qualified else 1))
+    if len(joined) <= limit:
+        return joined
+    chunks = index.store.chunks(joined)
+    asked = set().union(*(q for ways in qualified.values() for q in ways))
+
+    def named(key: int) -> int:
+        chunk = chunks.get(key)
+        return 0 if chunk is None else len(asked & scope_words(chunk.path, chunk.parent))
+
+    return sorted(joined, key=lambda key: -named(key))[:limit]
 
 
 def lexical_candidates(index: KindIndex, query: str, depth: int) -> list[tuple[int, float]]:
@@ -59,8 +79,7 @@ def retrieve(
     candidates = fuse(dense, lexical_hits, policy.fusion, exact, len(set(query_terms)), static.keys())
     if index.kind == "code" and policy.definitions_joined:  # definitions of asked names join, found or not
         known = {c.key for c in candidates}
-        names = sorted(asked_names(query))
-        joined = index.store.defining(names, policy.definitions_joined)
+        joined = _definitions(index, query, policy.definitions_joined)
         candidates += [Candidate(key) for key in joined if key not in known]
     missing = [c.key for c in candidates if c.dense_rank is None]
     found = store.similarities(missing, vector) if missing and vector is not None else {}

@@ -19,9 +19,9 @@ from ..lexical import name_words
 from ..records import Chunk, FileProblem, SourceFile
 from .entities import Entity, declared_names, find_entities, first_error_line, flatten
 from .ids import unique_chunk_id
-from .languages import CONTAINERS, language_of, parser
+from .languages import CONTAINERS, language_of, parse_bytes, parser
 
-CODE_CHUNKER_VERSION = 21  # 21: names as words only where they hide their word breaks (19: always; 20: never)
+CODE_CHUNKER_VERSION = 22  # 21: names as words only where they hide their word breaks; 22: C++ export macros
 OVERLAP_LINES = 2
 # The model reads a code chunk's header line and its leading lines within this many tokens (signature, doc comment,
 # first statements); the chunk's range, text and lexical terms stay whole. Fewer tokens for the transformer, so the
@@ -106,7 +106,7 @@ def chunk_code(source: SourceFile, max_tokens: int, count_tokens: Callable[[str]
     entities: list[Entity] = []
     declared: dict[int, list[str]] = {}
     if spec is not None:
-        src = source.text.encode("utf-8")
+        src = parse_bytes(spec, source.text)
         tree = parser(spec).parse(src)
         # tree-sitter recovers around a syntax error (in C an unknown macro is one): what parsed cleanly keeps its
         # entities, the code around the error becomes line chunks. Dropping every entity of such a file left 43 of

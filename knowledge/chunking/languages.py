@@ -320,5 +320,20 @@ def language_of(path: str, text: str = "") -> LanguageSpec | None:
     return LANGUAGES.get(suffix)
 
 
+# `class SPDLOG_API logger {`: an export macro between the keyword and the name reads, to tree-sitter, as the class's
+# name, and the whole class as one broken function. Blanked (same length: every offset and line stays) before parsing.
+_EXPORT_MACRO = re.compile(
+    rb"(\b(?:class|struct|union)\s+)([A-Z][A-Z0-9_]*[A-Z0-9])(?=\s+[A-Za-z_]\w*\s*(?:final\b|[:{]))"
+)
+
+
+def parse_bytes(spec: LanguageSpec, text: str) -> bytes:
+    """What tree-sitter parses for `text`: its UTF-8 bytes, with C/C++ export macros in class heads blanked."""
+    src = text.encode("utf-8")
+    if spec.macros:
+        src = _EXPORT_MACRO.sub(lambda m: m.group(1) + b" " * len(m.group(2)), src)
+    return src
+
+
 def parser(spec: LanguageSpec) -> Parser:
     return parser_for(spec.module, spec.function)

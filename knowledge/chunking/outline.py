@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .entities import Entity, flatten, walk
-from .languages import language_of, parser
+from .languages import language_of, parse_bytes, parser
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,7 +36,7 @@ def outline(path: str, text: str) -> list[Definition]:
     spec = language_of(path, text)
     if spec is None:
         return []
-    src = text.encode("utf-8")
+    src = parse_bytes(spec, text)
     tree = parser(spec).parse(src)
     if tree.root_node.has_error:
         return []

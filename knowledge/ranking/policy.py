@@ -43,7 +43,11 @@ class RankingRules:
 
     defines: float = 2.0  # first-rank votes for the chunk that defines a name the query asks for
     defines_in_named_file: float = 1.0  # more when the file or module is named like it too
-    defines_other_case: float = 0.5  # factor when the query spells a type (`FromRequest`) and this is `from_request`
+    defines_other_case: float = 0.5  # factor for `from_request` when the query spells a type (`FromRequest`), and for a
+    # constructor, whose name is its class's
+    # more when the query qualifies the name (`Command.invoke`) and that names its scope: outweighs a file named like
+    # the name (`adapter.rb` for `RackBuilder#adapter`)
+    defines_qualified: float = 2.0
     file_words: float = 1.0  # query words that name the file or its folder …
     file_stem_coverage: float = 0.5  # … half of it by how much of the file's own name the query covers
     demote: float = 0.6  # factor for tests, examples, vendored and generated code, shims, `.d.ts`

@@ -9,7 +9,11 @@ from pathlib import PurePosixPath
 from ..lexical import STOPWORDS
 
 WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_NAME_TOKEN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
+# A name, or a qualified one: `a.b.C.m`, `A::B`, `Ns\\Class`, `A.B#m` (Python, Java, Go, JS; Ruby, Rust, C++; PHP; docs)
+_NAME_TOKEN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:(?:\.|::|\\|#)[A-Za-z_][A-Za-z0-9_]*)*")
+_SEPARATOR = re.compile(r"\.|::|\\|#")
+_DOTTED = re.compile(r"[\w.]+")
+_CODE_SHAPED = re.compile(r"^_|\w_\w|[a-z][A-Z]")  # snake_case, camelCase, _private
 PARTS = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
 
 
@@ -32,17 +36,44 @@ def normal(word: str) -> str:
     return word
 
 
+def name_key(name: str) -> str:
+    """A name as names are compared: lower case, no underscores (`send_file`, `sendFile` and `SendFile` meet)."""
+    return name.lower().replace("_", "")
+
+
 def asked_names(query: str) -> set[str]:
     """Names the query asks for, lower-cased without underscores: a bare one-word query, code-shaped tokens
-    (snake_case, camelCase, dotted: the last part), `backticked` words. A capitalised word in a sentence is not one:
+    (snake_case, camelCase, qualified: the last part), `backticked` words. A capitalised word in a sentence is not one:
     it says what the sentence is about ("a deep copy of this NameAllocator"), not which definition is wanted (the
     function set +0.013 without it, semble-dev unchanged; §4c)."""
     tokens = _NAME_TOKEN.findall(query)
     names = set(re.findall(r"`([^`]+)`", query))
     if len(tokens) == 1:
         names.add(tokens[0])
-    names.update(token for token in tokens if "." in token or re.search(r"^_|\w_\w|[a-z][A-Z]", token))
-    return {n.split(".")[-1].lower().replace("_", "") for n in names if n.split(".")[-1]}
+    # In a sentence a dotted name is asked for; `A::B`, `Ns\\B` and `A#b` only alone or backticked: inside a topic
+    # ("writing to std::ostream", "fmt::arg named arguments") they say what it is about (semble-dev fmtlib -0.4).
+    for token in tokens:
+        parts = [token] if _DOTTED.fullmatch(token) else _SEPARATOR.split(token)
+        names.update(part for part in parts if "." in part or _CODE_SHAPED.search(part))
+    return {name_key(last) for n in names if (last := _SEPARATOR.split(n)[-1])}
+
+
+def qualified_names(query: str) -> dict[str, list[frozenset[str]]]:
+    """For each qualified name the query holds (`Command.invoke`, `Framework::Helpers`, `League\\Flysystem\\Filesystem`,
+    `Foo.Bar#baz`, `backticked` ones too): its last part -> the qualifiers written before it (each as `name_key`)."""
+    asked = asked_names(query)
+    out: dict[str, list[frozenset[str]]] = {}
+    for token in [*_NAME_TOKEN.findall(query), *re.findall(r"`([^`]+)`", query)]:
+        parts = [part for part in _SEPARATOR.split(token.strip()) if part]
+        if len(parts) > 1 and name_key(parts[-1]) in asked:
+            out.setdefault(name_key(parts[-1]), []).append(frozenset(name_key(part) for part in parts[:-1]))
+    return out
+
+
+def scope_words(path: str, parent: str) -> set[str]:
+    """What a definition's qualifiers may name: its enclosing entity, its file's name and its folders (`name_key`)."""
+    pure = PurePosixPath(path)
+    return {name_key(part) for part in (parent, pure.stem, *pure.parent.parts) if part}
 
 
 # Verbs a doc comment opens with ("Returns …", "Create …"): a question worded so says what code does.
@@ -99,7 +130,7 @@ def path_words(path: str) -> set[str]:
 def type_named(query: str, symbol: str) -> bool:
     """Whether the query spells `symbol` (normalised) as a type: `FromRequest` asks for the trait, not `from_request`
     (semble-dev symbol 0.955 -> 0.961)."""
-    return any(token[:1].isupper() and token.lower().replace("_", "") == symbol for token in WORD.findall(query))
+    return any(token[:1].isupper() and name_key(token) == symbol for token in WORD.findall(query))
 
 
 def stem_words(path: str) -> set[str]:

@@ -24,9 +24,12 @@ from .query import (
     PARTS,
     asked_names,
     asks_what_code_does,
+    name_key,
     normal,
     path_words,
+    qualified_names,
     query_words,
+    scope_words,
     stem_words,
     type_named,
 )
@@ -52,6 +55,7 @@ class Context:
     rules: RankingRules
     names: set[str]  # the names the query asks for
     words: set[str]  # its words of substance
+    qualified: dict[str, list[frozenset[str]]]  # a name asked with qualifiers -> each way they were written
 
     def code(self) -> list[tuple[int, Chunk]]:
         return [(n, chunk) for n, (_, chunk) in enumerate(self.ranked) if chunk is not None and chunk.kind == "code"]
@@ -69,23 +73,48 @@ class RuleRow:
 
 
 def _defines(context: Context, scores: Sequence[float]) -> dict[int, float]:
-    """The chunk that defines a name the query asks for: its entity, else a constant or variable declared in it."""
+    """The chunk that defines a name the query asks for: its entity, else a constant or variable declared in it; more
+    when its file is named like it, and when the query qualifies the name and the qualifiers name its scope."""
     rules, vote = context.rules, context.vote
-    out: dict[int, float] = {}
+    found: list[tuple[int, Chunk, str, str]] = []  # position, chunk, the name as spelled there, its key
     for n, chunk in context.code():
-        spelled = next(
-            (x for x in (chunk.symbol, *chunk.names) if x and x.lower().replace("_", "") in context.names), ""
-        )
-        symbol = spelled.lower().replace("_", "")
-        if not symbol:
-            continue
+        spelled = next((x for x in (chunk.symbol, *chunk.names) if x and name_key(x) in context.names), "")
+        if spelled:
+            found.append((n, chunk, spelled, name_key(spelled)))
+    qualified = _qualified_definitions(context, found)
+    out: dict[int, float] = {}
+    for n, chunk, spelled, symbol in found:
         share = rules.defines * vote
         if type_named(context.query, symbol) and not spelled[:1].isupper():
             share *= rules.defines_other_case
+        elif chunk.parent and name_key(chunk.parent) == symbol and symbol not in context.qualified:
+            share *= rules.defines_other_case  # a constructor (Java, C++, C#): the type's name asks for the type
         words = path_words(chunk.path)
         if symbol in words or normal(symbol) in words:
             share += rules.defines_in_named_file * vote
+        if n in qualified and rules.defines:  # not for "does X" questions, where a name is what the code uses
+            share += rules.defines_qualified * vote
         out[n] = share
+    return out
+
+
+def _qualified_definitions(context: Context, found: Sequence[tuple[int, Chunk, str, str]]) -> set[int]:
+    """The definitions among `found` whose scope (enclosing entity, file, folders) the query's qualifiers name:
+    `Command.invoke` is `invoke` in `Command`, not in `Context`. A qualifier that names no definition's scope says
+    nothing checkable (a root namespace, a Go package at the repository's root) and is passed over; one that names
+    some narrows to them."""
+    qualified = context.qualified
+    if not qualified:
+        return set()
+    scopes = {n: scope_words(chunk.path, chunk.parent) for n, chunk, _, _ in found}
+    out: set[int] = set()
+    for name, asked in qualified.items():
+        candidates = [n for n, _, _, symbol in found if symbol == name]
+        known = set().union(*(scopes[n] for n in candidates)) if candidates else set()
+        for qualifiers in asked:
+            checkable = qualifiers & known
+            if checkable:
+                out.update(n for n in candidates if checkable <= scopes[n])
     return out
 
 
@@ -175,7 +204,7 @@ def _non_callable(context: Context, scores: Sequence[float]) -> dict[int, float]
 
 
 RULES: tuple[RuleRow, ...] = (
-    RuleRow(Rule.DEFINES, _defines, False, {"defines": 0.0, "defines_in_named_file": 0.0}),
+    RuleRow(Rule.DEFINES, _defines, False, {"defines": 0.0, "defines_in_named_file": 0.0, "defines_qualified": 0.0}),
     RuleRow(Rule.FILE_WORDS, _file_words, False, {"file_words": 0.0}),
     RuleRow(Rule.HEADING_WORDS, _heading_words, False, {"heading_words": 0.0}),
     RuleRow(Rule.FILE_COHERENCE, _file_coherence, False, {"file_coherence": 0.0}),
@@ -212,7 +241,7 @@ def score(
     (`vote`: the fused worth of one first-rank vote)."""
     if not rules.enabled:
         return [replace(candidate, score=candidate.fused, shares={}) for candidate, _ in ranked]
-    context = Context(ranked, query, vote, rules, asked_names(query), query_words(query))
+    context = Context(ranked, query, vote, rules, asked_names(query), query_words(query), qualified_names(query))
     scores = [candidate.fused for candidate, _ in ranked]
     shares: list[dict[Rule, float]] = [{} for _ in ranked]
     for row in RULES:
