@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 
-from .records import Chunk
+from .records import Chunk, Reference
 
 MAX_EDGES = 20
+MAX_SITES = 10  # call sites listed per caller
 NAME_CANDIDATE_DEFINITIONS = 3  # a member call of unknown receiver names a method of this few definitions at most
 
 
@@ -19,9 +21,29 @@ def _head_id(chunk: Chunk) -> str:
     return chunk.id.rsplit("~", 1)[0] if _is_part(chunk) else chunk.id
 
 
-def _ref(chunk: Chunk, resolved: str) -> dict[str, str | int]:
+def _ref(chunk: Chunk, resolved: str, sites: list[int] | None = None) -> Reference:
     name = f"{chunk.parent}.{chunk.symbol}" if chunk.parent else chunk.symbol
-    return {"name": name, "path": chunk.path, "line": chunk.line_start, "resolved": resolved}
+    ref: Reference = {"name": name, "path": chunk.path, "line": chunk.line_start}
+    if sites:
+        ref["sites"] = sites
+    ref["resolved"] = resolved
+    return ref
+
+
+def call_sites(parts: list[Chunk], name: str) -> list[int]:
+    """The lines of an entity (over all its parts) that call `name`: where it is followed by `(` (or `<`, `{`), else,
+    for languages that call without parentheses (Ruby), where it appears at all."""
+    word = rf"(?<![\w$]){re.escape(name)}(?![\w$])"
+    called, named = re.compile(word + r"\s*[(<{]"), re.compile(word)
+    lines: dict[int, str] = {}
+    for part in parts:
+        for offset, text in enumerate(part.content.split("\n")):
+            lines.setdefault(part.line_start + offset, text)
+    for pattern in (called, named):
+        found = [n for n, text in sorted(lines.items()) if pattern.search(text)]
+        if found:
+            return found[:MAX_SITES]
+    return []
 
 
 class CallGraph:
@@ -43,11 +65,13 @@ class CallGraph:
         heads = {chunk.id: chunk for chunk in chunks if not _is_part(chunk)}
         self._heads = heads
         self._calls: dict[str, list[str]] = defaultdict(list)  # an entity's calls, over all its parts
+        self._parts: dict[str, list[Chunk]] = defaultdict(list)
         for chunk in chunks:
             owner = heads.get(_head_id(chunk), chunk)
             if chunk is owner and chunk.symbol and chunk.symbol_kind:
                 self._by_name[chunk.symbol].append(chunk)
             self._calls[owner.id].extend(chunk.calls)
+            self._parts[owner.id].append(chunk)
         for owner_id, names in self._calls.items():
             head = heads.get(owner_id)
             if head is None:
@@ -82,7 +106,7 @@ class CallGraph:
             return [c for c in self._by_name.get(call[1:], []) if c.path == chunk.path and c.parent]
         return self._rank(chunk, [c for c in self._by_name.get(call, []) if c.symbol_kind != "method"])[:3]
 
-    def calls(self, chunk: Chunk) -> tuple[dict[str, str | int], ...]:
+    def calls(self, chunk: Chunk) -> tuple[Reference, ...]:
         found: dict[str, tuple[Chunk, str]] = {}
         for call in dict.fromkeys(self._calls.get(_head_id(chunk)) or chunk.calls):
             for target in self._targets(chunk, call):
@@ -90,8 +114,9 @@ class CallGraph:
                     found.setdefault(target.id, (target, "exact" if "::" in call else "name"))
         return tuple(_ref(c, how) for c, how in list(found.values())[:MAX_EDGES])
 
-    def called_by(self, chunk: Chunk) -> tuple[dict[str, str | int], ...]:
-        """Who calls the entity `chunk` is (any of its parts: a search may answer with its second)."""
+    def called_by(self, chunk: Chunk) -> tuple[Reference, ...]:
+        """Who calls the entity `chunk` is (any of its parts: a search may answer with its second), each with the lines
+        of its call sites (`sites`)."""
         chunk = self._heads.get(_head_id(chunk), chunk)
         if not chunk.symbol or not chunk.symbol_kind:
             return ()
@@ -106,4 +131,7 @@ class CallGraph:
         for c in self._rank(chunk, by_name):
             if c.id != chunk.id:
                 found.setdefault(c.id, (c, "name"))
-        return tuple(_ref(c, how) for c, how in list(found.values())[:MAX_EDGES])
+        return tuple(
+            _ref(c, how, call_sites(self._parts.get(c.id, [c]), chunk.symbol))
+            for c, how in list(found.values())[:MAX_EDGES]
+        )

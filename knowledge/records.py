@@ -88,6 +88,11 @@ class IndexReport:
     dense_coverage: float = 1.0  # share of chunks with a vector
 
 
+# An entity a result calls or is called by: its name, file and first line, the lines of its call sites (callers only)
+# and how it was resolved ("exact" or "name").
+Reference = dict[str, str | int | list[int]]
+
+
 @dataclass(frozen=True, slots=True)
 class SearchHit:
     """One result; `content` is None when the hit is below the full-content threshold or metadata-only was asked."""
@@ -110,8 +115,8 @@ class SearchHit:
     symbol: str | None = None
     symbol_kind: str | None = None
     parent: str | None = None
-    calls: tuple[dict[str, str | int], ...] | None = None  # {name, path, line} of what it calls (resolved names)
-    called_by: tuple[dict[str, str | int], ...] | None = None  # {name, path, line} of what calls it
+    calls: tuple[Reference, ...] | None = None  # {name, path, line, resolved} of what it calls
+    called_by: tuple[Reference, ...] | None = None  # {name, path, line, sites, resolved} of what calls it
     neighbour_of: str | None = None  # with --expand: "callee of ID" or "caller of ID" (ID: the top code hit)
     drift: str | None = None  # docs: what the section's referenced code did since the section last changed
     reference: str | None = None  # docs-for: the reference that ties the section to what was asked

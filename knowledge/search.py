@@ -280,7 +280,8 @@ def _neighbours(hits: list[SearchHit], sources: list[KindIndex], options: Search
     # Named from the neighbour's side: what the top hit calls is its callee, what calls it is its caller.
     for relation, refs in (("callee of", top.calls or ()), ("caller of", top.called_by or ())):
         for ref in refs:
-            chunk = code.chunk_at(str(ref["path"]), int(ref["line"]))
+            line = ref["line"]
+            chunk = code.chunk_at(str(ref["path"]), line) if isinstance(line, int) else None
             if chunk is None or chunk.id in shown:
                 continue
             shown.add(chunk.id)

@@ -220,7 +220,8 @@ def test_code_results_carry_symbols_and_call_graph(code_repo):
     assert {h.kind for h in hits} == {"code"}
     top = next(h for h in hits if h.symbol == "normalize")
     assert (top.language, top.symbol_kind, top.parent) == ("python", "function", None)
-    assert {"name": "reindex_changes", "path": "src/app.py", "line": 6, "resolved": "name"} in top.called_by
+    expected = {"name": "reindex_changes", "path": "src/app.py", "line": 6, "sites": [8], "resolved": "name"}
+    assert expected in top.called_by
     caller = kb_for(code_repo).search("reindex_changes", kind="code", threshold=0.0).results[0]
     assert {"name": "normalize", "path": "src/app.py", "line": 11, "resolved": "name"} in caller.calls
     docs_only = kb_for(code_repo).search("normalize path", kind="docs", threshold=0.0).results
@@ -298,7 +299,8 @@ def test_member_calls_resolve_within_the_file_only(code_repo):
     render = next(
         h for h in kb_for(code_repo).search("render", kind="code", threshold=0.0).results if h.symbol == "render"
     )
-    assert {"name": "HookWriter._write", "path": "src/app.py", "line": 22, "resolved": "exact"} in render.called_by
+    writer = {"name": "HookWriter._write", "path": "src/app.py", "line": 22, "sites": [23], "resolved": "exact"}
+    assert writer in render.called_by
 
 
 def test_python_calls_are_resolved_with_ast(git_repo):
@@ -509,6 +511,7 @@ def test_a_call_in_the_third_part_of_a_split_function_makes_it_a_caller(git_repo
     assert {"src/core.py#make_context~2", "src/core.py#make_context~3"} <= ids  # split, the call in a late part
     callee = next(h for h in kb.search("parse_args", kind="code", threshold=-1).results if h.symbol == "parse_args")
     assert [ref["name"] for ref in callee.called_by] == ["make_context"]
+    assert callee.called_by[0]["sites"] == [66]  # the call site's own line, in the third part, not the caller's first
     caller = next(h for h in kb.search("make_context", kind="code", threshold=-1).results if h.symbol == "make_context")
     assert "parse_args" in [ref["name"] for ref in caller.calls]
     # an answer that is a later part of an entity still knows the entity's callers
@@ -530,9 +533,9 @@ def test_a_call_in_the_third_part_of_a_split_function_makes_it_a_caller(git_repo
     kb.reindex_all()
     chunks = list(kb.index("code").all_chunks().values())
     third = next(c for c in chunks if c.id == "src/command.py#Command.run~3")
-    assert {"name": "Command.main", "path": "src/command.py", "line": 65, "resolved": "exact"} in CallGraph(
-        chunks
-    ).called_by(third)
+    assert {"name": "Command.main", "path": "src/command.py", "line": 65, "sites": [66], "resolved": "exact"} in (
+        CallGraph(chunks).called_by(third)
+    )
 
 
 def test_a_container_answers_with_its_members_outline(git_repo):

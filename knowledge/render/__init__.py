@@ -11,6 +11,7 @@ from ..records import (
     FindabilityReport,
     IndexReport,
     IndexStatus,
+    Reference,
     SearchHit,
     SearchResponse,
     SourceText,
@@ -288,9 +289,12 @@ def hits_to_dict(hits: list[SearchHit]) -> JsonObject:
     return {"format_version": SEARCH_FORMAT_VERSION, "results": [hit_to_dict(hit) for hit in hits]}
 
 
-def _reference(ref: dict[str, str | int]) -> str:
+def _reference(ref: Reference) -> str:
+    """`Command.make_context (src/click/core.py:1362, by name)`: a caller at its first call site, else where it is."""
     guess = ", by name" if ref.get("resolved") == "name" else ""
-    return f"{ref['name']} ({ref['path']}:{ref['line']}{guess})"
+    sites = ref.get("sites")
+    line = sites[0] if isinstance(sites, list) and sites else ref["line"]
+    return f"{ref['name']} ({ref['path']}:{line}{guess})"
 
 
 def hits_to_text(hits: list[SearchHit]) -> str:
