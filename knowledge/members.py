@@ -5,12 +5,17 @@ agent can act on."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import re
+from collections.abc import Iterable, Sequence
 
 from .chunking.languages import CONTAINERS
 from .records import Chunk
 
 MAX_MEMBERS = 60  # an outline longer than this is cut, with the count of what was left out
+MAX_LEADING = 40  # lines of doc comment and attributes read above a declaration, at most
+# A comment line (`#`, `//`, `///`, `/*`, ` * `, `*/`, `--`, `;;`) or an attribute or annotation line (`@Override`,
+# `#[derive(Debug)]`, C#'s `[Obsolete]`) on a line of its own.
+_LEADING = re.compile(r"\s*(#|//|/\*|\*|--|;;|@\w|\[[A-Z]\w*(\(.*\))?\]\s*$)")
 
 
 def is_container(chunk: Chunk) -> bool:
@@ -41,3 +46,23 @@ def answer_text(chunk: Chunk, same_file: Iterable[Chunk]) -> str:
     shown = lines[:MAX_MEMBERS] + ([f"  … {len(lines) - MAX_MEMBERS} more"] if len(lines) > MAX_MEMBERS else [])
     qualified = f"{chunk.parent}.{chunk.symbol}" if chunk.parent else chunk.symbol
     return chunk.content.rstrip("\n") + f"\n\nmembers of {qualified}:\n" + "\n".join(shown)
+
+
+def leading_lines(chunk: Chunk, same_file: Sequence[Chunk]) -> tuple[int, str]:
+    """The doc comment and attributes right above `chunk`'s first line that another chunk of its file holds (a Ruby
+    or Go comment, a C comment block, annotations): (their first line, their text), or (its own first line, "").
+    A result never starts below its doc comment; the index and the ranking are untouched."""
+    if chunk.kind != "code":
+        return chunk.line_start, ""
+    text: dict[int, str] = {}
+    for other in same_file:
+        if other.line_end < chunk.line_start and other.line_end >= chunk.line_start - MAX_LEADING:
+            for offset, line in enumerate(other.content.split("\n")):
+                text.setdefault(other.line_start + offset, line)
+        elif other.line_start < chunk.line_start <= other.line_end and other.id != chunk.id:
+            for offset, line in enumerate(other.content.split("\n")[: chunk.line_start - other.line_start]):
+                text.setdefault(other.line_start + offset, line)
+    start = chunk.line_start
+    while start - 1 in text and start > chunk.line_start - MAX_LEADING and _LEADING.match(text[start - 1]):
+        start -= 1
+    return start, "".join(text[n] + "\n" for n in range(start, chunk.line_start))

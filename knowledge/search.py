@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from .budget import pack
 from .grep import occurrences
 from .kind import KindIndex
-from .members import answer_text, is_container
+from .members import answer_text, is_container, leading_lines
 from .pieces import group_key, is_part, merge
 from .ranking import RULES, Candidate, carries_text, is_bare_name, passes, relevance
 from .ranking import rank as rank_candidates
@@ -192,10 +192,13 @@ def make_hits(
         strong = carries_text(candidate, options.threshold, options.full_threshold, options.policy.cut)
         full = strong and not options.metadata_only
         graph = index.call_graph() if chunk.kind == "code" else None
-        text = answer_text(chunk, index.store.chunks_of_path(chunk.path)) if is_container(chunk) else chunk.content
+        same_file = index.store.chunks_of_path(chunk.path) if chunk.kind == "code" else []
+        first_line, lead = leading_lines(chunk, same_file)
+        text = lead + (answer_text(chunk, same_file) if is_container(chunk) else chunk.content)
         hits.append(
             _hit(
                 chunk,
+                line_start=first_line,
                 score=None if candidate.cosine is None else round(candidate.cosine, 4),
                 relevance=relevance(candidate.final, options.policy.fusion),
                 content=text if full else None,

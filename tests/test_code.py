@@ -563,3 +563,45 @@ def test_a_container_answers_with_its_members_outline(git_repo):
     assert any(h.content and "members of Framework.Helpers" in h.content for h in small)  # it fits a small budget
     indexed = next(c for c in kb.index("code").all_chunks().values() if c.symbol == "Helpers")
     assert indexed.content == "  module Helpers"  # what is indexed and embedded is unchanged
+
+
+def test_a_result_never_starts_below_its_doc_comment(git_repo):
+    """A Ruby class's `#` comment, a Go function's `//` comment, a Rust item's attributes and a C comment block are
+    read above the declaration and shown with it: the result starts at the first of them. A class answers with its
+    doc comment and its members' outline within a small budget."""
+    commit(
+        git_repo,
+        {
+            "lib/framework/base.rb": "module Framework\n  # The base of every application: routes, filters and\n"
+            "  # settings live here.\n  class Base\n    def call(env)\n      env\n    end\n\n"
+            "    def route(path)\n      path\n    end\n  end\nend\n",
+            "server.go": 'package server\n\nimport "fmt"\n\n// Serve answers every request on addr until ctx ends.\n'
+            '// It never returns nil.\nfunc Serve(addr string) error {\n\treturn fmt.Errorf("%s", addr)\n}\n',
+            "src/point.rs": "/// A point on the plane.\n#[derive(Debug, Clone)]\npub struct Point {\n    x: i32,\n}\n",
+            "src/ring.c": "#include <stddef.h>\n\n/* Pushes one item: the ring grows\n * when it is full. */\n"
+            "int ring_push(int *r, int v) {\n  return r[0] = v;\n}\n",
+        },
+    )
+    kb = kb_for(git_repo)
+    kb.reindex_all()
+
+    def top(query: str, symbol: str, budget: int | None = None):
+        results = kb.search(query, kind="code", threshold=-1, full_threshold=-1, budget=budget).results
+        return next(h for h in results if h.symbol == symbol)
+
+    base = top("Framework::Base", "Base", budget=160)
+    assert base.line_start == 2  # the comment above `class Base` (line 4)
+    assert base.content.startswith("  # The base of every application")
+    assert "members of Framework.Base:" in base.content
+    assert "method route" in base.content
+    serve = top("Serve", "Serve")
+    assert (serve.line_start, serve.content.splitlines()[0]) == (
+        5,
+        "// Serve answers every request on addr until ctx ends.",
+    )
+    point = top("Point", "Point")
+    assert point.line_start == 1
+    assert "#[derive(Debug, Clone)]" in point.content
+    push = top("ring_push", "ring_push")
+    assert push.line_start == 3
+    assert push.content.startswith("/* Pushes one item")
