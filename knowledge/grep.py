@@ -16,7 +16,10 @@ from .corpus import read_source
 from .kind import KindIndex
 from .path_gate import Refusal, resolve_inside
 from .patterns import UserPattern, user_regex
+from .ranking.query import qualified_names, scope_words
 from .records import Chunk, FileProblem, SearchHit, SearchResponse
+
+DEFINITIONS_READ = 200  # definitions of a qualified name's last part read, to find the ones its qualifiers name
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +57,8 @@ def occurrences(
         for path in sorted(index.store.files()):
             hits.extend(_in_file(index, path, found, context, metadata_only, keep))
     hits.sort(key=lambda hit: (hit.path, hit.match_line or 0))
+    if not hits and mode == "word":  # `Framework::Helpers` written nowhere as such: the definitions it names
+        hits = [hit for index in sources for hit in _definitions(index, query, context, metadata_only, keep)]
     kept, used, left_out = pack(hits[:k], budget, count_tokens)
     return SearchResponse(
         query=query,
@@ -64,6 +69,57 @@ def occurrences(
         threshold=0.0,
         full_threshold=0.0,
         model="",
+    )
+
+
+def _definitions(
+    index: KindIndex, query: str, context: int, metadata_only: bool, keep: Callable[[Chunk], bool] | None
+) -> list[SearchHit]:
+    """For a query that is one qualified name: the declaration line of each definition its qualifiers name (its
+    enclosing entity, file or folders; a qualifier that names none of them is passed over, as in ranking)."""
+    asked = qualified_names(query)
+    if index.kind != "code" or len(asked) != 1 or len(query.split()) != 1:
+        return []
+    ((name, ways),) = asked.items()
+    keys = index.store.defining([name], DEFINITIONS_READ)
+    chunks = [c for c in index.store.chunks(keys).values() if "~" not in c.id.rsplit("#", 1)[-1]]
+    scopes = {c.id: scope_words(c.path, c.parent) for c in chunks}
+    known = set().union(*scopes.values()) if scopes else set()
+    wanted = {c.id for c in chunks for q in ways if (q & known) and (q & known) <= scopes[c.id]}
+    out = []
+    for chunk in sorted((c for c in chunks if c.id in wanted), key=lambda c: (c.path, c.line_start)):
+        if keep is not None and not keep(chunk):
+            continue
+        found = matcher(chunk.symbol, "word") if chunk.symbol else None
+        lines = chunk.content.split("\n")
+        at = next((n for n, line in enumerate(lines) if found is not None and found.pattern.search(line)), 0)
+        first, last = max(0, at - context), min(len(lines) - 1, at + context)
+        text = None if metadata_only else "\n".join(lines[first : last + 1])
+        out.append(
+            _hit(chunk, chunk.path, chunk.line_start + first, chunk.line_start + last, text, chunk.line_start + at)
+        )
+    return out
+
+
+def _hit(chunk: Chunk, path: str, first: int, last: int, content: str | None, line: int) -> SearchHit:
+    return SearchHit(
+        id=chunk.id,
+        path=path,
+        kind=chunk.kind,
+        score=None,
+        title=chunk.title,
+        description="",
+        section=chunk.section,
+        line_start=first,
+        line_end=last,
+        content=content,
+        tokens=0,
+        commit=chunk.commit,
+        language=chunk.language or None,
+        symbol=chunk.symbol or None,
+        symbol_kind=chunk.symbol_kind or None,
+        parent=chunk.parent or None,
+        match_line=line,
     )
 
 
@@ -92,27 +148,7 @@ def _in_file(
         if chunk is None or (keep is not None and not keep(chunk)):
             continue
         first, last = max(1, line - context), min(len(lines), line + context)
-        out.append(
-            SearchHit(
-                id=chunk.id,
-                path=path,
-                kind=chunk.kind,
-                score=None,
-                title=chunk.title,
-                description="",
-                section=chunk.section,
-                line_start=first,
-                line_end=last,
-                content=None if metadata_only else "\n".join(lines[first - 1 : last]),
-                tokens=0,
-                commit=chunk.commit,
-                language=chunk.language or None,
-                symbol=chunk.symbol or None,
-                symbol_kind=chunk.symbol_kind or None,
-                parent=chunk.parent or None,
-                match_line=line,
-            )
-        )
+        out.append(_hit(chunk, path, first, last, None if metadata_only else "\n".join(lines[first - 1 : last]), line))
     return out
 
 

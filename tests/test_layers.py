@@ -95,6 +95,7 @@ SIDEWAYS = {
     ("knowledge.search", "knowledge.pieces"): "step 4, parts of one entity merged",
     ("knowledge.search", "knowledge.members"): "a container's answer: its declaration and its members' outline",
     ("knowledge.search", "knowledge.grep"): "--exact/--substring/--regex answer by occurrences",
+    ("knowledge.grep", "knowledge.ranking"): "a qualified name read as ranking reads it, its definition listed first",
     ("knowledge.retrieval", "knowledge.ranking"): "fusion, and the asked names whose definitions join the candidates",
     ("knowledge.ranking", "knowledge.pieces"): "a chunk's entity key",
     ("knowledge.findability", "knowledge.search"): "findability asks through the product's own search",

@@ -115,3 +115,15 @@ def test_qualified_forms_are_read_in_every_spelling():
     assert asked_names("writes with std::make_unique") == {"makeunique"}  # a code-shaped part, as before
     assert asked_names("Same as attr.asdict, except that") == {"asdict"}
     assert qualified_names("how are routes registered") == {}
+
+
+def test_exact_mode_answers_a_qualified_name_no_line_spells_with_the_definition_it_names(kb):
+    helpers = kb.search("Framework::Helpers", exact=True).results
+    assert [(h.path, h.match_line, h.symbol) for h in helpers] == [("lib/framework/base.rb", 2, "Helpers")]
+    invoke = kb.search("Command.invoke", exact=True).results
+    assert [(h.path, h.match_line, h.parent) for h in invoke] == [("src/cli/core.py", 7, "Command")]  # `def invoke`
+    assert kb.search("Widgets::Nothing", exact=True).results == ()
+    # where the name is written, exact mode is grep -w, line for line (docs/benchmarks.md §4d): its uses only
+    commit(kb.root, {"src/cli/main.py": "def run(cmd, ctx):\n    return Command.invoke(cmd, ctx)\n"})
+    kb.reindex_changes()
+    assert [(h.path, h.match_line) for h in kb.search("Command.invoke", exact=True).results] == [("src/cli/main.py", 2)]
