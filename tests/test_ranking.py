@@ -424,8 +424,9 @@ def test_every_rule_is_a_row_of_the_table_and_its_off_values_silence_it():
 
     ranked = [
         (at(0.30), chunk("tests/test_blueprint.py", "Blueprint")),  # defines, file words, demoted
-        (at(0.25), chunk("src/blueprint.py", "Blueprint")),
+        (at(0.25), replace(chunk("src/blueprint.py", "Blueprint"), symbol_kind="class")),
         (at(0.20), chunk("src/blueprint.py", "helper")),  # its file's coherence, the same-file decay
+        (at(4.00), replace(chunk("src/blueprint.py"), parent="Blueprint")),  # a piece of the class asked about
         (at(0.20), chunk("src/idna.h")),  # a header whose source is a candidate
         (at(0.10), chunk("src/idna.c", "toascii")),
         (
@@ -457,3 +458,20 @@ def test_every_rule_is_a_row_of_the_table_and_its_off_values_silence_it():
         assert row.rule not in moved(without(rules, row.rule)), row.rule
         assert moved(without(rules, row.rule)) == moved(rules) - {row.rule}  # and silences no other
     assert moved(RankingRules(enabled=False)) == set()
+
+
+def test_a_piece_of_a_class_with_no_name_answers_below_the_class_a_question_names():
+    """A block of `attr_reader`s inside `Connection` (a chunk with no name of its own), ranked first by fusion, comes
+    after the class for a question naming the class; a piece of a class the question does not name keeps its place."""
+    from dataclasses import replace
+
+    ranked = [
+        (at(0.40), replace(chunk("lib/net/connection.rb"), parent="Connection")),
+        (at(0.35), replace(chunk("lib/net/pool.rb"), parent="Pool")),
+        (at(0.20), replace(chunk("lib/net/connection.rb", "Connection"), symbol_kind="class")),
+    ]
+    piece, other, entity = apply_rules(ranked, "what is the net connection class")
+    assert piece[0].score == pytest.approx(0.9 * entity[0].score)
+    assert piece[1]["fragment"] < 0
+    assert "fragment" not in other[1]
+    assert "fragment" not in apply_rules(ranked, "how are attributes read")[0][1]  # the class is not asked about

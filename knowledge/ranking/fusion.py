@@ -20,6 +20,7 @@ class Rule(Enum):
     HEADER = "header"
     DEMOTE = "demoted"
     NON_CALLABLE = "non_callable"
+    FRAGMENT = "fragment"
     SAME_FILE = "same_file"
 
 

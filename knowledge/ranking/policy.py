@@ -58,6 +58,9 @@ class RankingRules:
     file_coherence: float = 0.5  # share of what the file's other candidates scored that a chunk gains …
     file_coherence_cap: float = 2.0  # … counted up to this many first-rank votes
     non_callable: float = 1.0  # factor for code that is no function or method (class shell, imports, module code)
+    # A piece of a class or module with no name of its own (`attr_reader :x`, a DSL call), for a question naming that
+    # class: at most this share of the class's score when the class is a candidate (0: no cap)
+    fragment: float = 0.9
     enabled: bool = True
 
 

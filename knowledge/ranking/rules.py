@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 from pathlib import PurePosixPath
 from typing import Any
 
+from ..chunking.languages import CONTAINERS
 from ..pieces import group_key
 from ..records import Chunk
 from .fusion import Candidate, Rule
@@ -203,6 +204,29 @@ def _non_callable(context: Context, scores: Sequence[float]) -> dict[int, float]
     return {n: factor for n, chunk in context.code() if chunk.symbol_kind not in _CALLABLE}
 
 
+def _fragment(context: Context, scores: Sequence[float]) -> dict[int, float]:
+    """A chunk with no name of its own inside a class or module (a one-line `attr_reader`, a block of constants),
+    for a question that names that class, answers below it: the class is what was asked about."""
+    cap = context.rules.fragment
+    if not cap:
+        return {}
+    code = context.code()
+    entities = {(chunk.path, chunk.symbol): n for n, chunk in code if chunk.symbol and chunk.symbol_kind in CONTAINERS}
+    out: dict[int, float] = {}
+    for n, chunk in code:
+        entity = entities.get((chunk.path, chunk.parent)) if not chunk.symbol and chunk.parent else None
+        if entity is None or not _names_it(context, chunk.parent) or scores[n] <= cap * scores[entity]:
+            continue
+        out[n] = cap * scores[entity] / scores[n]
+    return out
+
+
+def _names_it(context: Context, name: str) -> bool:
+    """Whether the query names `name`: as a name it asks for, or word by word (`connection` for `Connection`)."""
+    words = {normal(part) for part in PARTS.findall(name) if len(part) > 2}
+    return name_key(name) in context.names or (bool(words) and words <= context.words)
+
+
 RULES: tuple[RuleRow, ...] = (
     RuleRow(Rule.DEFINES, _defines, False, {"defines": 0.0, "defines_in_named_file": 0.0, "defines_qualified": 0.0}),
     RuleRow(Rule.FILE_WORDS, _file_words, False, {"file_words": 0.0}),
@@ -211,6 +235,7 @@ RULES: tuple[RuleRow, ...] = (
     RuleRow(Rule.HEADER, _header, True, {"header": 1.0}),
     RuleRow(Rule.DEMOTE, _demote, True, {"demote": 1.0}),
     RuleRow(Rule.NON_CALLABLE, _non_callable, True, {"non_callable": 1.0}),
+    RuleRow(Rule.FRAGMENT, _fragment, True, {"fragment": 0.0}),
     RuleRow(Rule.SAME_FILE, None, True, {"same_file_decay": 1.0}),
 )
 RULE_NAMES = tuple(row.rule.value for row in RULES)  # what `--explain` shows, in this order
