@@ -309,5 +309,5 @@ def _explain(candidate: Candidate) -> dict[str, float | int | bool | None]:
         "lexical_score": None if candidate.lexical_score is None else round(candidate.lexical_score, 4),
         "lexical_rank": candidate.lexical_rank,
         "exact_identifier": candidate.exact,
-        "fused_score": round(candidate.score, 6),
+        "fused_score": round(candidate.ruled, 6),  # with the rules' shares, as --explain always showed
     }

@@ -279,6 +279,7 @@ def test_cli_kind_and_explain(code_repo):
         "rule_heading_words",
         "rule_file_coherence",
         "rule_non_callable",
+        "rule_fragment",
     }
 
 

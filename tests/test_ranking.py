@@ -17,7 +17,7 @@ def chunk(path: str, symbol: str = "", kind: str = "code") -> Chunk:
 
 
 def at(fused: float) -> Candidate:
-    return Candidate(key=0, fused=fused, score=fused, final=fused)
+    return Candidate(key=0, fused=fused, ruled=fused, final=fused)
 
 
 def apply_rules(ranked, query, vote=1 / 6, rules=DEFAULT_POLICY.rules):
@@ -50,7 +50,7 @@ def test_the_definition_beats_its_callers_and_tests_are_demoted():
         (at(0.20), chunk("docs/blueprints.md", "", kind="doc")),
     ]
     scored = apply_rules(ranked, "Blueprint")
-    best = max(range(len(ranked)), key=lambda n: scored[n][0].score)
+    best = max(range(len(ranked)), key=lambda n: scored[n][0].ruled)
     assert ranked[best][1].symbol == "Blueprint"
     assert set(scored[best][1]) == {"defines", "file_words"}
     assert scored[1][1]["demoted"] < 0
@@ -266,7 +266,7 @@ def test_a_verb_in_the_query_finds_the_file_named_for_its_agent_noun():
 def test_a_header_gives_way_to_its_source_file():
     ranked = [(at(0.3), chunk("src/idna.h")), (at(0.28), chunk("src/idna.c", "uv__idna_toascii"))]
     header, source = apply_rules(ranked, "IDNA internationalized domain name encoding")
-    assert source[0].score > header[0].score
+    assert source[0].ruled > header[0].ruled
     assert header[1]["header"] < 0
     alone = [(at(0.3), chunk("include/fmt/format.h", "format"))]  # a header-only library keeps its place
     assert "header" not in apply_rules(alone, "formatting")[0][1]
@@ -471,7 +471,7 @@ def test_a_piece_of_a_class_with_no_name_answers_below_the_class_a_question_name
         (at(0.20), replace(chunk("lib/net/connection.rb", "Connection"), symbol_kind="class")),
     ]
     piece, other, entity = apply_rules(ranked, "what is the net connection class")
-    assert piece[0].score == pytest.approx(0.9 * entity[0].score)
+    assert piece[0].ruled == pytest.approx(0.9 * entity[0].ruled)
     assert piece[1]["fragment"] < 0
     assert "fragment" not in other[1]
     assert "fragment" not in apply_rules(ranked, "how are attributes read")[0][1]  # the class is not asked about

@@ -34,8 +34,8 @@ class Candidate:
     exact: bool = False  # holds an identifier the query names
     fused: float = 0.0  # reciprocal rank fusion of its lists
     static: float | None = None  # its similarity in the static stage's space, while it waits for its vector
-    score: float = 0.0  # fused plus what the rules added or scaled (rules.py)
-    final: float = 0.0  # the score the results are ordered by: `score` after the same-file decay
+    ruled: float = 0.0  # `fused` with what the rules added or scaled (rules.py)
+    final: float = 0.0  # what the results are ordered by: `ruled` after the same-file decay
     shares: Mapping[Rule, float] = field(default_factory=dict)  # what each rule moved it by, for --explain
 
 
@@ -71,7 +71,7 @@ def fuse(
             lexical_rank=lexical_of[key][0] if key in lexical_of else None,
             exact=key in exact,
             fused=total,
-            score=total,
+            ruled=total,
             final=total,
         )
         for key, total in fused.items()

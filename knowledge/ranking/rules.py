@@ -262,10 +262,10 @@ def rules_for(policy: RankingPolicy, query: str, kinds: Collection[str]) -> Rank
 def score(
     ranked: Sequence[tuple[Candidate, Chunk | None]], query: str, vote: float, rules: RankingRules
 ) -> list[Candidate]:
-    """Each candidate with its `score`: its fused score and what every rule of the table added or scaled, in order
+    """Each candidate with its `ruled` score: its fused score and what every rule of the table added or scaled, in order
     (`vote`: the fused worth of one first-rank vote)."""
     if not rules.enabled:
-        return [replace(candidate, score=candidate.fused, shares={}) for candidate, _ in ranked]
+        return [replace(candidate, ruled=candidate.fused, shares={}) for candidate, _ in ranked]
     context = Context(ranked, query, vote, rules, asked_names(query), query_words(query), qualified_names(query))
     scores = [candidate.fused for candidate, _ in ranked]
     shares: list[dict[Rule, float]] = [{} for _ in ranked]
@@ -280,7 +280,7 @@ def score(
                 shares[n][row.rule] = round(value, 4)
                 scores[n] += value
     return [
-        replace(candidate, score=total, shares=moved)
+        replace(candidate, ruled=total, shares=moved)
         for (candidate, _), total, moved in zip(ranked, scores, shares, strict=True)
     ]
 
@@ -289,13 +289,13 @@ def diversify(ranked: Sequence[tuple[Candidate, Chunk | None]], rules: RankingRu
     """`ranked` (best first) re-sorted after the second and later chunks of one file lose credit: each candidate with
     its position in `ranked` and its `final` score."""
     if not rules.enabled:
-        return [(n, replace(candidate, final=candidate.score)) for n, (candidate, _) in enumerate(ranked)]
-    indices = sorted(range(len(ranked)), key=lambda i: -ranked[i][0].score)
+        return [(n, replace(candidate, final=candidate.ruled)) for n, (candidate, _) in enumerate(ranked)]
+    indices = sorted(range(len(ranked)), key=lambda i: -ranked[i][0].ruled)
     seen: Counter[str] = Counter()
     out: list[tuple[float, int, Candidate]] = []
     for position in indices:
         candidate, chunk = ranked[position]
-        final, shares = candidate.score, candidate.shares
+        final, shares = candidate.ruled, candidate.shares
         if chunk is not None:
             seen[chunk.path] += 1
             if seen[chunk.path] > rules.same_file_free:
@@ -314,6 +314,6 @@ def rank(
     Fused scores are rank-based, so lists from different stores merge on them directly."""
     rules = rules_for(policy, query, kinds)
     scored = score(ranked, query, policy.fusion.vote, rules)
-    order = sorted(range(len(ranked)), key=lambda i: (-scored[i].score, scored[i].dense_rank or 10**9))
+    order = sorted(range(len(ranked)), key=lambda i: (-scored[i].ruled, scored[i].dense_rank or 10**9))
     final = diversify([(scored[i], ranked[i][1]) for i in order], rules)
     return [(order[position], candidate) for position, candidate in final]
