@@ -159,13 +159,16 @@ def first_hit(results: list, target: dict) -> int | None:
     return None
 
 
-def run(work: Path, home: Path, stage: str) -> dict:
+def run(work: Path, home: Path, stage: str, model: str | None = None) -> dict:
     from knowledge.kb import KnowledgeBase
 
     sets = json.loads((work / "queries.json").read_text())
     rows: dict[str, list[dict]] = {}
     for name, queries in sets.items():
-        kb = KnowledgeBase.open(work / "trees" / name, overrides={"home": str(home), "fill": stage == "complete"})
+        overrides: dict[str, object] = {"home": str(home), "fill": stage == "complete"}
+        if model:
+            overrides["model"] = model
+        kb = KnowledgeBase.open(work / "trees" / name, overrides=overrides)
         started = time.monotonic()
         kb.reindex_changes(embed=stage == "complete")
         print(f"  {name}: indexed in {time.monotonic() - started:.0f} s", file=sys.stderr, flush=True)
@@ -202,6 +205,7 @@ def main() -> None:
     parser.add_argument("--work", type=Path, default=Path("/tmp/symbol-set"))
     parser.add_argument("--home", type=Path, default=None, help="model and vector cache (default: WORK/home)")
     parser.add_argument("--stage", choices=["static", "complete"], default="static")
+    parser.add_argument("--model", default=None, help="the model (default: the product's)")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     home = args.home or args.work / "home"
@@ -210,8 +214,8 @@ def main() -> None:
         (home / "models").symlink_to(Path.home() / ".cache" / "knowledge" / "models")
     if not (args.work / "queries.json").exists():
         build(args.mirror, args.work, home)
-    result = run(args.work, home, args.stage)
-    result["stage"] = args.stage
+    result = run(args.work, home, args.stage, args.model)
+    result["stage"], result["model"] = args.stage, args.model or "default"
     text = json.dumps(result, indent=1)
     if args.out:
         args.out.write_text(text + "\n")
