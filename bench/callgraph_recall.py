@@ -27,7 +27,7 @@ REPOS = {"structlog": "python", "logrus": "go"}
 
 def python_sites(tree: Path) -> list[dict]:
     """(caller, callee, line) for every call site of `tree`'s Python files that names its target without doubt."""
-    from knowledge.ranking.rules import QUIET_PATH
+    from knowledge.quiet import QUIET_PATH
 
     files = {p.relative_to(tree).as_posix(): p for p in tree.rglob("*.py") if not QUIET_PATH.search(str(p))}
     parsed = {rel: ast.parse(p.read_text(encoding="utf-8")) for rel, p in files.items()}
@@ -80,7 +80,7 @@ def _calls_in(
 
 def go_sites(tree: Path) -> list[dict]:
     from knowledge.chunking.tree import parser_for
-    from knowledge.ranking.rules import QUIET_PATH
+    from knowledge.quiet import QUIET_PATH
 
     parser = parser_for("tree_sitter_go", "language")
     files = {

@@ -33,10 +33,10 @@ import knowledge.search as search_module  # noqa: E402
 from knowledge.kb import KnowledgeBase  # noqa: E402
 from knowledge.lexical import STOPWORDS  # noqa: E402
 from knowledge.pieces import group_key  # noqa: E402
+from knowledge.quiet import QUIET_PATH as _QUIET_PATH  # noqa: E402
 from knowledge.ranking.query import WORD as _WORD  # noqa: E402
 from knowledge.ranking.query import asks_what_code_does  # noqa: E402
 from knowledge.ranking.query import normal as _normal  # noqa: E402
-from knowledge.ranking.rules import QUIET_PATH as _QUIET_PATH  # noqa: E402
 
 HALVES = {
     "a": ["click", "attrs", "cobra", "javapoet", "log", "underscore"],

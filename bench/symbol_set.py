@@ -68,7 +68,7 @@ def definitions(tree: Path, home: Path) -> list[dict]:
     """Every entity knowledge's chunker finds outside tests and vendored code: name, kind, parent, file, lines."""
     from knowledge.kb import KnowledgeBase
     from knowledge.pieces import group_key
-    from knowledge.ranking.rules import QUIET_PATH
+    from knowledge.quiet import QUIET_PATH
 
     kb = KnowledgeBase.open(tree, overrides={"home": str(home), "fill": False})
     kb.reindex_all(embed=False)

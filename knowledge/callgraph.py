@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 
+from .quiet import is_quiet
 from .records import Chunk, Reference
 
 MAX_EDGES = 20
@@ -80,8 +81,16 @@ class CallGraph:
                 (self._exact_callers if "::" in name else self._callers)[name].append(head)
 
     def _rank(self, origin: Chunk, chunks: list[Chunk]) -> list[Chunk]:
+        """Same file first, tests and examples last (where `MAX_EDGES` cuts, they are what goes), then by language."""
         return sorted(
-            chunks, key=lambda c: (c.path != origin.path, c.language != origin.language, c.path, c.line_start)
+            chunks,
+            key=lambda c: (
+                c.path != origin.path,
+                is_quiet(c.path),
+                c.language != origin.language,
+                c.path,
+                c.line_start,
+            ),
         )
 
     def _exact(self, call: str) -> list[Chunk]:

@@ -60,6 +60,7 @@ LAYERS = {
         "knowledge.globs",
         "knowledge.patterns",
         "knowledge.config_edit",
+        "knowledge.quiet",
     ),
     "shared": ("knowledge.records", "knowledge.errors", "knowledge.version"),
 }
@@ -114,6 +115,7 @@ SIDEWAYS = {
     ("knowledge.globs", "knowledge.patterns"): "globs compile to linear-time patterns",
     ("knowledge.secrets", "knowledge.patterns"): "`secret_patterns` run in linear time",
     ("knowledge.request", "knowledge.patterns"): "request globs are checked as the settings' are",
+    ("knowledge.callgraph", "knowledge.quiet"): "callers in tests and examples are listed after the others",
 }
 
 

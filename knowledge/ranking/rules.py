@@ -9,7 +9,6 @@ share is returned with the candidate for `--explain`. A rule is a row of `RULES`
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -18,6 +17,7 @@ from typing import Any
 
 from ..chunking.languages import CONTAINERS
 from ..pieces import group_key
+from ..quiet import QUIET_PATH
 from ..records import Chunk
 from .fusion import Candidate, Rule
 from .policy import RankingPolicy, RankingRules
@@ -35,12 +35,6 @@ from .query import (
     type_named,
 )
 
-QUIET_PATH = re.compile(
-    r"(^|/)(tests?|testing|__tests__|__mocks__|spec|specs|examples?|samples?|demos?|docs_src|vendor|vendored|"
-    r"third_party|node_modules|generated|gen|fixtures?|benchmarks?|compat)(/|$)"
-    r"|(^|/)(test_[^/]*|[^/]*_test\.\w+|[^/]*\.(test|spec)\.\w+|[^/]*\.d\.ts|conftest\.py)$",
-    re.IGNORECASE,
-)
 _CALLABLE = frozenset({"function", "method"})
 _ASKS_FOR_TESTS = frozenset({"test", "tests", "testing", "example", "examples", "spec", "fixture", "mock", "benchmark"})
 _HEADERS, _SOURCES = frozenset({".h", ".hh", ".hpp", ".hxx"}), frozenset({".c", ".cc", ".cpp", ".cxx"})
