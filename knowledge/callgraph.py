@@ -55,7 +55,7 @@ class CallGraph:
     member call `x.f()` (recorded as ".f"), whose receiver type is unknown, resolves to methods named `f` in the same
     file, so `path.exists()` is not taken for some unrelated `exists` method; these are `resolved: "name"`. Among the
     callers of a method, member calls from other files are listed too, as `"name"` candidates, when few entities
-    define that name. Names nothing defines are dropped. A long entity split into parts (`id~2`, `id~3`) is one
+    define that name; so are they among a function's callers outside Python (`pkg.F()` in Go). Names nothing defines are dropped. A long entity split into parts (`id~2`, `id~3`) is one
     entity: every part's calls are its calls, and a call in any part makes it the caller.
     """
 
@@ -130,12 +130,16 @@ class CallGraph:
         if not chunk.symbol or not chunk.symbol_kind:
             return ()
         exact = [c for call, chunks in self._exact_callers.items() for c in chunks if chunk in self._exact(call)]
+        members = self._callers.get("." + chunk.symbol, [])
+        few = len(self._by_name.get(chunk.symbol, [])) <= NAME_CANDIDATE_DEFINITIONS
         if chunk.symbol_kind == "method":
-            members = self._callers.get("." + chunk.symbol, [])
-            few = len(self._by_name.get(chunk.symbol, [])) <= NAME_CANDIDATE_DEFINITIONS
             by_name = [c for c in members if c.path == chunk.path or few]
         else:
             by_name = list(self._callers.get(chunk.symbol, []))
+            # Go's `logrus.New()`, a JavaScript module's `lib.parse()`: a function called through its package looks
+            # like a member call (Python's are resolved exactly through its imports)
+            if few and chunk.language != "python":
+                by_name += [c for c in members if c.language == chunk.language]
         found = {c.id: (c, "exact") for c in self._rank(chunk, exact) if c.id != chunk.id}
         for c in self._rank(chunk, by_name):
             if c.id != chunk.id:

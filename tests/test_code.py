@@ -606,3 +606,20 @@ def test_a_result_never_starts_below_its_doc_comment(git_repo):
     push = top("ring_push", "ring_push")
     assert push.line_start == 3
     assert push.content.startswith("/* Pushes one item")
+
+
+def test_a_go_function_called_through_its_package_lists_its_caller(git_repo):
+    commit(
+        git_repo,
+        {
+            "logger.go": "package logrus\n\n// New makes a logger.\nfunc New() *Logger {\n\treturn &Logger{}\n}\n",
+            "internal/util/util.go": 'package util\n\nimport "example.com/logrus"\n\n'
+            "func Make() {\n\tlogger := logrus.New()\n\t_ = logger\n}\n",
+        },
+    )
+    kb = kb_for(git_repo)
+    kb.reindex_all()
+    new = next(h for h in kb.search("New", kind="code", threshold=-1).results if h.symbol == "New")
+    assert [(r["name"], r["path"], r["sites"], r["resolved"]) for r in new.called_by] == [
+        ("Make", "internal/util/util.go", [6], "name")
+    ]
