@@ -55,8 +55,9 @@ class CallGraph:
     member call `x.f()` (recorded as ".f"), whose receiver type is unknown, resolves to methods named `f` in the same
     file, so `path.exists()` is not taken for some unrelated `exists` method; these are `resolved: "name"`. Among the
     callers of a method, member calls from other files are listed too, as `"name"` candidates, when few entities
-    define that name; so are they among a function's callers outside Python (`pkg.F()` in Go). Names nothing defines are dropped. A long entity split into parts (`id~2`, `id~3`) is one
-    entity: every part's calls are its calls, and a call in any part makes it the caller.
+    define that name; so are they among a function's callers outside Python (`pkg.F()` in Go). Names nothing defines
+    are dropped. A long entity split into parts (`id~2`, `id~3`) is one entity: every part's calls are its calls, and
+    a call in any part makes it the caller.
     """
 
     def __init__(self, chunks: list[Chunk]) -> None:
