@@ -68,6 +68,7 @@ class CallGraph:
         self._heads = heads
         self._calls: dict[str, list[str]] = defaultdict(list)  # an entity's calls, over all its parts
         self._parts: dict[str, list[Chunk]] = defaultdict(list)
+        self._exact_by_target: dict[str, list[Chunk]] | None = None
         for chunk in chunks:
             owner = heads.get(_head_id(chunk), chunk)
             if chunk is owner and chunk.symbol and chunk.symbol_kind:
@@ -109,6 +110,15 @@ class CallGraph:
             ]
         return [c for c in self._by_name.get(name, []) if c.path == where and c.parent == parent]
 
+    def _exact_targets(self) -> dict[str, list[Chunk]]:
+        """Entity id -> the entities calling it exactly, resolved once per graph (a search asks for ten)."""
+        if self._exact_by_target is None:
+            self._exact_by_target = defaultdict(list)
+            for call, chunks in self._exact_callers.items():
+                for target in self._exact(call):
+                    self._exact_by_target[target.id].extend(chunks)
+        return self._exact_by_target
+
     def _targets(self, chunk: Chunk, call: str) -> list[Chunk]:
         if "::" in call:
             return self._exact(call)
@@ -130,7 +140,7 @@ class CallGraph:
         chunk = self._heads.get(_head_id(chunk), chunk)
         if not chunk.symbol or not chunk.symbol_kind:
             return ()
-        exact = [c for call, chunks in self._exact_callers.items() for c in chunks if chunk in self._exact(call)]
+        exact = self._exact_targets().get(chunk.id, [])
         members = self._callers.get("." + chunk.symbol, [])
         few = len(self._by_name.get(chunk.symbol, [])) <= NAME_CANDIDATE_DEFINITIONS
         if chunk.symbol_kind == "method":

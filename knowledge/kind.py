@@ -41,7 +41,7 @@ class KindIndex:
         self.settings = settings
         self.kind = kind
         self.store = store
-        self._graph: tuple[str, CallGraph, dict[int, Chunk]] | None = None
+        self._graph: tuple[str, CallGraph, dict[int, Chunk], dict[str, list[Chunk]]] | None = None
 
     @property
     def commit(self) -> str | None:
@@ -93,12 +93,19 @@ class KindIndex:
         return False
 
     # ---- derived views, rebuilt only when chunks change -------------------------------------------------------
-    def _derived(self) -> tuple[CallGraph, dict[int, Chunk]]:
+    def _derived(self) -> tuple[CallGraph, dict[int, Chunk], dict[str, list[Chunk]]]:
         version = self.store.version()
         if self._graph is None or self._graph[0] != version:
             chunks = self.store.all_chunks()
-            self._graph = (version, CallGraph(list(chunks.values())), chunks)
-        return self._graph[1], self._graph[2]
+            by_path: dict[str, list[Chunk]] = {}
+            for chunk in chunks.values():
+                by_path.setdefault(chunk.path, []).append(chunk)
+            self._graph = (version, CallGraph(list(chunks.values())), chunks, by_path)
+        return self._graph[1:]
+
+    def chunks_in(self, path: str) -> list[Chunk]:
+        """The chunks of one file, from the view the call graph is built on (no store read once it exists)."""
+        return self._derived()[2].get(path, [])
 
     def call_graph(self) -> CallGraph:
         return self._derived()[0]

@@ -192,7 +192,7 @@ def make_hits(
         strong = carries_text(candidate, options.threshold, options.full_threshold, options.policy.cut)
         full = strong and not options.metadata_only
         graph = index.call_graph() if chunk.kind == "code" else None
-        same_file = index.store.chunks_of_path(chunk.path) if chunk.kind == "code" else []
+        same_file = index.chunks_in(chunk.path) if chunk.kind == "code" else []
         first_line, lead = leading_lines(chunk, same_file)
         text = lead + (answer_text(chunk, same_file) if is_container(chunk) else chunk.content)
         hits.append(
@@ -234,7 +234,8 @@ def _one_per_entity(above: Pooled, cache: ChunkCache, k: int) -> Pooled:
         first = cache.get(index, best.key)
         if first is None or (len(positions) < 2 and not _split(first, index)):
             continue
-        parts = [chunk for chunk in index.store.chunks_of_path(first.path) if group_key(chunk.id) == entity]
+        same_file = index.chunks_in(first.path) if index.kind == "code" else index.store.chunks_of_path(first.path)
+        parts = [chunk for chunk in same_file if group_key(chunk.id) == entity]
         cache.of(index)[best.key] = merge(parts or [first])
         cosines = [cosine for p in positions if (cosine := above[p][0].cosine) is not None]
         if cosines:  # the entity is as close to the query as its closest part
