@@ -102,13 +102,13 @@ def _query_embedder(
 
 
 def _static_stage(request: SearchRequest, sources: Sequence[KindIndex], model: Model) -> StaticStage | None:
-    """The static first stage, for sources with chunks still waiting for their vectors; None when no source has
-    any, or when a source's rows are another table's (until the next reindex rebuilds them): then lexical only."""
-    if request.exact or not any(index.coverage().static for index in sources):
+    """The static stage, for sources holding its rows; None when no source has any, or when a source's rows are
+    another table's (until the next reindex rebuilds them)."""
+    if request.exact or not any(index.coverage().static_rows for index in sources):
         return None
     stage = model.static()
     if stage is not None and any(
-        index.coverage().static and index.store.manifest.static_stage != stage.fingerprint for index in sources
+        index.coverage().static_rows and index.store.manifest.static_stage != stage.fingerprint for index in sources
     ):
         return None
     return stage

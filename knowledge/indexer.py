@@ -159,12 +159,11 @@ class Indexer:
         finally:
             if cache is not None:
                 cache.close()
-        waiting = [n for n, c in enumerate(chunked.chunks) if c.content_hash not in known]
-        stage = self._static() if self._static is not None and waiting else None
-        static = {}  # the static first stage: a dense vector for every chunk now, until its transformer vector arrives
+        stage = self._static() if self._static is not None and chunked.chunks else None
+        static = {}  # the static stage: a dense vector for every chunk now, kept beside its transformer vector
         if stage is not None:
-            vectors = stage.embed_documents([chunked.chunks[n].embed_text for n in waiting])
-            static = {n: vectors[row] for row, n in enumerate(waiting)}
+            vectors = stage.embed_documents([chunk.embed_text for chunk in chunked.chunks])
+            static = dict(enumerate(vectors))
         change = Change(
             remove_paths=remove,
             chunks=[

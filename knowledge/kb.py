@@ -205,8 +205,11 @@ class KnowledgeBase:
         manifest = index.store.manifest
         if not self.model.may_have_built(manifest.model_id, manifest.model_variant, manifest.fingerprint):
             return self._indexer(on_progress).rebuild(kind, commit)[1]
-        # A new chunker, or static rows of another table (an upgrade): rebuild, even if no file changed
-        stale_static = manifest.static_stage != self.model.static_fingerprint() and index.coverage().static > 0
+        # A new chunker, static rows of another table, or chunks without one (an upgrade): rebuild, even if no file
+        # changed; the vectors come from the cache
+        table, coverage = self.model.static_fingerprint(), index.coverage()
+        rows_missing = index.store.keeps_static and bool(table) and coverage.static_rows < coverage.chunks
+        stale_static = (manifest.static_stage != table and coverage.static_rows > 0) or rows_missing
         if manifest.chunker_version != CHUNKER_VERSION or stale_static:
             return self._indexer(on_progress).rebuild(kind, commit)[1]
         targets = set(paths) if paths is not None else index.changed_since_index(commit, worktree)

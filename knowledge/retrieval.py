@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from .kind import KindIndex
 from .lexical import identifiers, terms
-from .ranking import Candidate, RankingPolicy, asked_names, fuse, merge_stages
+from .ranking import Candidate, RankingPolicy, asked_names, fuse
 from .ranking.query import qualified_names, scope_words
 
 QUALIFIED_DEPTH = 10  # a qualified name's definitions are read this many times deeper, then its scope's kept
@@ -62,33 +62,30 @@ def retrieve(
     lexical_hits: list[tuple[int, float]] | None = None,
     static_vector: np.ndarray | None = None,
 ) -> list[Candidate]:
-    """Fused candidates with the cosine of every one that has a vector (None: lexical evidence only). Chunks still
-    waiting for their vector take part through the static stage, never twice (its rows go when the vector comes)."""
+    """Fused candidates with the cosine of every one that has a vector (None: lexical evidence only). The static
+    stage's list ranks every chunk beside the transformer's: alone while no chunk has a vector, the only dense evidence
+    of a chunk still waiting for one, a vote beside the transformer's for the others."""
     store = index.store
     dense = [(hit.key, hit.score) for hit in store.dense_search(vector, depth)] if vector is not None else []
-    static: dict[int, float] = {}
-    if static_vector is not None:
-        static = {hit.key: hit.score for hit in store.static_search(static_vector, depth)}
-        coverage = index.coverage()
-        dense = merge_stages(dense, list(static.items()), coverage.embedded, coverage.static)
+    static = (
+        [(hit.key, hit.score) for hit in store.static_search(static_vector, depth)] if static_vector is not None else []
+    )
     query_terms = terms(query)
     if lexical_hits is None:
         lexical_hits = lexical_candidates(index, query, depth)
-    pool = list(dict.fromkeys([key for key, _ in dense] + [key for key, _ in lexical_hits]))
+    pool = list(
+        dict.fromkeys([key for key, _ in dense] + [key for key, _ in static] + [key for key, _ in lexical_hits])
+    )
     exact = _exact_matches(query, index, pool, policy)
-    candidates = fuse(dense, lexical_hits, policy.fusion, exact, len(set(query_terms)), static.keys())
+    candidates = fuse(dense, lexical_hits, policy.fusion, exact, len(set(query_terms)), static)
     if index.kind == "code" and policy.definitions_joined:  # definitions of asked names join, found or not
         known = {c.key for c in candidates}
         joined = _definitions(index, query, policy.definitions_joined)
         candidates += [Candidate(key) for key in joined if key not in known]
     missing = [c.key for c in candidates if c.dense_rank is None]
     found = store.similarities(missing, vector) if missing and vector is not None else {}
-    return [
-        replace(candidate, static=static[candidate.key], cosine=None)  # its cosine in the model's space: not known yet
-        if candidate.key in static
-        else candidate
-        if candidate.dense_rank is not None
-        else replace(candidate, cosine=found.get(candidate.key))
+    return [  # a chunk the transformer's list did not find: its cosine if it has a vector, None while it waits
+        candidate if candidate.dense_rank is not None else replace(candidate, cosine=found.get(candidate.key))
         for candidate in candidates
     ]
 

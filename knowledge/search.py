@@ -68,7 +68,8 @@ def search(
     """Rank chunks of every source (docs, code) for `query`; see docs/agents.md for what each threshold does.
 
     `embed_query` is None when no source has a vector yet: the answer then uses the static first stage
-    (`static_query`) and the lexical side, and no transformer loads.
+    (`static_query`) and the lexical side, and no transformer loads; once vectors exist the static stage's list votes
+    beside the transformer's.
     """
     if options.exact:
         return occurrences(
@@ -87,7 +88,10 @@ def search(
     embedded = sum(c.embedded for c in coverages)
     cache = ChunkCache()
     static = sum(c.static for c in coverages)
-    pooled = retrieve_all(sources, embed_query if embedded else None, query, options, static_query if static else None)
+    ranked_static = any(c.static_rows for c in coverages)
+    pooled = retrieve_all(
+        sources, embed_query if embedded else None, query, options, static_query if ranked_static else None
+    )
     pooled = rank(pooled, sources, query, options, cache)
     above = cut(pooled, query, options)
     grouped = group(above, options, cache)
@@ -119,8 +123,8 @@ def retrieve_all(
     options: SearchOptions,
     static_query: Callable[[str], np.ndarray] | None = None,
 ) -> Pooled:
-    """Every source's fused candidates (lexical and static stage only when no vector exists yet: then no transformer
-    loads)."""
+    """Every source's fused candidates: the transformer's list (none while no vector exists: then no transformer loads),
+    the static stage's and the lexical side's."""
     depth = options.policy.depth(options.k, filtered=options.keep is not None)
     if embed_query is not None:
         vector, lexical = embed_beside_lexical(sources, embed_query, query, depth)
@@ -307,6 +311,7 @@ def _explain(candidate: Candidate) -> dict[str, float | int | bool | None]:
         "dense_score": None if candidate.cosine is None else round(candidate.cosine, 4),
         "static_score": None if candidate.static is None else round(candidate.static, 4),
         "dense_rank": candidate.dense_rank,
+        "static_rank": candidate.static_rank,
         "lexical_score": None if candidate.lexical_score is None else round(candidate.lexical_score, 4),
         "lexical_rank": candidate.lexical_rank,
         "exact_identifier": candidate.exact,

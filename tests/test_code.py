@@ -267,6 +267,7 @@ def test_cli_kind_and_explain(code_repo):
         "dense_score",
         "dense_rank",
         "static_score",
+        "static_rank",
         "lexical_score",
         "lexical_rank",
         "exact_identifier",

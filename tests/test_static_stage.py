@@ -73,38 +73,62 @@ def test_before_any_transformer_vector_every_chunk_has_a_static_one_and_search_u
     assert any(hit.explain["static_score"] is not None for hit in answer.results)
 
 
-def test_during_the_fill_no_chunk_is_counted_twice_and_the_answer_says_each_stage_share(kb):
+def test_during_the_fill_each_chunk_is_one_candidate_and_the_answer_says_each_stage_share(kb):
     docs = kb.index("docs").store
     first = docs.pending(2)
     docs.add_vectors({p.key: HashingEmbedder().embed_query(p.embed_text) for p in first})
     coverage = docs.coverage()
     assert coverage.embedded == 2
-    assert coverage.static == coverage.chunks - 2  # the static rows of the embedded chunks are gone
+    assert coverage.static == coverage.chunks - 2  # waiting on the static stage alone
+    assert coverage.static_rows == coverage.chunks  # the embedded keep theirs: the static list votes beside
     answer = kb.search("hooks install budget", kind="docs", threshold=-1.0, k=20, explain=True)
     ids = [hit.id for hit in answer.results]
     assert len(ids) == len(set(ids))
-    staged = [hit for hit in answer.results if hit.explain["static_score"] is not None]
+    waiting = [hit for hit in answer.results if hit.score is None]
     modelled = [hit for hit in answer.results if hit.score is not None]
-    assert staged
+    assert waiting
     assert modelled
-    assert not {h.id for h in staged} & {h.id for h in modelled}
+    assert all(hit.explain["static_score"] is not None for hit in waiting)
     assert answer.dense_coverage + answer.static_coverage == pytest.approx(1.0)
 
 
-def test_a_resumed_fill_leaves_no_static_row_behind(kb):
+def test_once_complete_the_static_list_votes_beside_the_transformer(kb, monkeypatch):
+    import knowledge.ranking.policy as policy
+
     kb.embed_pending()
-    assert all(c.embedded == c.chunks and c.static == 0 for c in coverages(kb))
-    answer = kb.search("hooks install", threshold=0.0)
+    assert all(c.embedded == c.chunks and c.static == 0 and c.static_rows == c.chunks for c in coverages(kb))
+    answer = kb.search("hooks install", threshold=0.0, explain=True)
     assert answer.static_coverage == 0.0
     assert all(hit.score is not None for hit in answer.results)
+    assert any(hit.explain["static_rank"] is not None and hit.explain["dense_rank"] for hit in answer.results)
+    shipped = policy.DEFAULT_POLICY
+    monkeypatch.setattr(policy, "DEFAULT_POLICY", replace(shipped, fusion=replace(shipped.fusion, static_weight=0.0)))
+    alone = kb.search("hooks install", threshold=0.0, explain=True)
+    voted = {hit.id: hit.explain["fused_score"] for hit in answer.results if hit.explain["static_rank"]}
+    unvoted = {hit.id: hit.explain["fused_score"] for hit in alone.results}
+    assert voted
+    assert all(score > unvoted[key] for key, score in voted.items() if key in unvoted)
 
 
-def test_a_changed_file_gets_static_vectors_for_its_new_chunks_only(kb, git_repo):
+def test_a_changed_file_gets_static_vectors_for_its_new_chunks(kb, git_repo):
     kb.embed_pending()
     commit(git_repo, {"docs/hooks.md": DOCS["docs/hooks.md"] + "\n## Status\n\nhooks status lists them.\n"})
     kb.reindex_changes(embed=False)
     coverage = kb.index("docs").coverage()
     assert coverage.static == coverage.chunks - coverage.embedded > 0
+    assert coverage.static_rows == coverage.chunks
+
+
+def test_an_index_built_before_static_rows_were_kept_is_rebuilt_by_the_next_reindex(kb):
+    kb.embed_pending()
+    store = kb.index("docs").store
+    with store._db:  # what an older knowledge left: rows gone with the fill
+        store._db.execute("DELETE FROM static")
+    store._invalidate()
+    assert kb.index("docs").coverage().static_rows == 0
+    kb.reindex_changes(embed=False)
+    coverage = kb.index("docs").coverage()
+    assert coverage.static_rows == coverage.chunks == coverage.embedded  # rebuilt; vectors from the cache
 
 
 # ---- the real static stage: the trained table shipped inside the package ------------------------------------

@@ -3,7 +3,7 @@
 candidates in; search reads what comes out. Where a new rule goes: docs/architecture.md."""
 
 from .cut import carries_text, is_bare_name, passes, relevance
-from .fusion import Candidate, Rule, fuse, merge_stages
+from .fusion import Candidate, Rule, fuse
 from .policy import DEFAULT_POLICY, CutParams, FusionParams, RankingPolicy, RankingRules
 from .query import asked_names, asks_what_code_does
 from .rules import RULE_NAMES, RULES, rank, rules_for, without
@@ -23,7 +23,6 @@ __all__ = [
     "carries_text",
     "fuse",
     "is_bare_name",
-    "merge_stages",
     "passes",
     "rank",
     "relevance",

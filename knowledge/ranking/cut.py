@@ -62,5 +62,5 @@ def relevance(final: float, params: FusionParams) -> float:
 
 def waiting_rank(candidate: Candidate) -> int:
     """For a chunk with no vector yet: its best rank in the lists that could see it (lexical, static stage)."""
-    ranks = [candidate.lexical_rank, candidate.dense_rank if candidate.static is not None else None]
+    ranks = [candidate.lexical_rank, candidate.static_rank]
     return min((rank for rank in ranks if rank is not None), default=10**9)

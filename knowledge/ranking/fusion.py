@@ -1,5 +1,5 @@
-"""Fusion: each list's hits become candidates by reciprocal rank, and the static first stage's hits are placed among
-the transformer's. A `Candidate` is a value: the rules and the cut return new ones, never change one."""
+"""Fusion: each list's hits (the transformer's, the static stage's beside it, the lexical side's) become candidates by
+reciprocal rank. A `Candidate` is a value: the rules and the cut return new ones, never change one."""
 
 from __future__ import annotations
 
@@ -33,10 +33,16 @@ class Candidate:
     lexical_rank: int | None = None
     exact: bool = False  # holds an identifier the query names
     fused: float = 0.0  # reciprocal rank fusion of its lists
-    static: float | None = None  # its similarity in the static stage's space, while it waits for its vector
+    static: float | None = None  # its similarity in the static stage's space, when that list found it
+    static_rank: int | None = None
     ruled: float = 0.0  # `fused` with what the rules added or scaled (rules.py)
     final: float = 0.0  # what the results are ordered by: `ruled` after the same-file decay
     shares: Mapping[Rule, float] = field(default_factory=dict)  # what each rule moved it by, for --explain
+
+    @property
+    def dense_order(self) -> int:
+        """Its place among the dense hits, for ties: the transformer's rank, else the static stage's."""
+        return self.dense_rank or self.static_rank or 10**9
 
 
 def fuse(
@@ -45,20 +51,19 @@ def fuse(
     params: FusionParams,
     exact_keys: Set[int] = frozenset(),
     query_terms: int | None = None,
-    static_keys: Set[int] = frozenset(),
+    static: Sequence[tuple[int, float]] = (),
 ) -> list[Candidate]:
-    """Candidates from both lists ranked by fused score (ties: better dense rank first)."""
+    """Candidates from the lists ranked by fused score (ties: better dense rank first). The static stage's list ranks
+    every chunk it holds, with or without a transformer vector, and votes `static_weight` of the transformer's."""
     lexical_weight = params.lexical_weight * lexical_scale(query_terms, params)
+    static_weight = params.dense_weight * params.static_weight
     fused: dict[int, float] = {}
-    dense_of: dict[int, tuple[int, float]] = {}
-    lexical_of: dict[int, tuple[int, float]] = {}
-    for rank, (key, cosine) in enumerate(dense, start=1):
-        weight = params.dense_weight * (params.static_weight if key in static_keys else 1.0)
-        dense_of[key] = rank, cosine
-        fused[key] = weight / (params.k + rank)
-    for rank, (key, score) in enumerate(lexical, start=1):
-        lexical_of[key] = rank, score
-        fused[key] = fused.get(key, 0.0) + lexical_weight / (params.k + rank)
+    dense_of = {key: (rank, cosine) for rank, (key, cosine) in enumerate(dense, start=1)}
+    static_of = {key: (rank, score) for rank, (key, score) in enumerate(static, start=1)}
+    lexical_of = {key: (rank, score) for rank, (key, score) in enumerate(lexical, start=1)}
+    for of, weight in ((dense_of, params.dense_weight), (static_of, static_weight), (lexical_of, lexical_weight)):
+        for key, (rank, _) in of.items():
+            fused[key] = fused.get(key, 0.0) + weight / (params.k + rank)
     exact = exact_keys & fused.keys()
     for key in exact:
         fused[key] += params.exact_boost / (params.k + 1)
@@ -69,6 +74,8 @@ def fuse(
             dense_rank=dense_of[key][0] if key in dense_of else None,
             lexical_score=lexical_of[key][1] if key in lexical_of else None,
             lexical_rank=lexical_of[key][0] if key in lexical_of else None,
+            static=static_of[key][1] if key in static_of else None,
+            static_rank=static_of[key][0] if key in static_of else None,
             exact=key in exact,
             fused=total,
             ruled=total,
@@ -76,7 +83,7 @@ def fuse(
         )
         for key, total in fused.items()
     ]
-    return sorted(found, key=lambda c: (-c.fused, c.dense_rank or 10**9))
+    return sorted(found, key=lambda c: (-c.fused, c.dense_order))
 
 
 def lexical_scale(query_terms: int | None, params: FusionParams) -> float:
@@ -84,19 +91,3 @@ def lexical_scale(query_terms: int | None, params: FusionParams) -> float:
     if query_terms is None:
         return 1.0
     return min(1.0, query_terms / max(1, params.lexical_full_terms))
-
-
-def merge_stages(
-    model: list[tuple[int, float]], static: list[tuple[int, float]], embedded: int, waiting: int
-) -> list[tuple[int, float]]:
-    """One dense list from the transformer's list (over the `embedded` chunks) and the static stage's (over the
-    `waiting` rest): each hit placed where its rank would fall in a ranking of all chunks, its list standing for its
-    share."""
-    if not static:
-        return model
-    if not model:
-        return static
-    total = max(1, embedded + waiting)
-    placed = [((rank - 0.5) * total / max(1, embedded), 0, rank, hit) for rank, hit in enumerate(model, 1)]
-    placed += [((rank - 0.5) * total / max(1, waiting), 1, rank, hit) for rank, hit in enumerate(static, 1)]
-    return [hit for *_, hit in sorted(placed)]

@@ -26,9 +26,10 @@ class FusionParams:
     # In units of a first-rank vote, for chunks holding an identifier from the query. 0 since the gate (§4c): worth
     # -0.002 on semble-dev, -0.004 on mixed, +0.002 on the function set. Such chunks still pass the threshold.
     exact_boost: float = 0.0
-    # A dense hit from the static first stage (a chunk still waiting for its vector) votes this share of a transformer
-    # hit. Decided on the first-stage gate (docs/benchmarks.md §0a) for the trained table: 0.3 against main's 0.2 and
-    # distilled table +0.026 mean, SciFact -0.004 (0.35: SciFact -0.010; 0.5: -0.026; 0.25: mean -0.005 of 0.3).
+    # A hit of the static stage's list votes this share of a transformer hit: alone at the first stage, beside the
+    # transformer's list once vectors exist. Decided on the first-stage gate (docs/benchmarks.md §0a) for the trained
+    # table: 0.3 against main's 0.2 and distilled table +0.026 mean, SciFact -0.004 (0.35: SciFact -0.010; 0.5:
+    # -0.026); beside the transformer (complete gate, MiniLM) 0.3 is also the best of 0.1-0.5.
     static_weight: float = 0.3
 
     @property

@@ -308,6 +308,6 @@ def rank(
     Fused scores are rank-based, so lists from different stores merge on them directly."""
     rules = rules_for(policy, query, kinds)
     scored = score(ranked, query, policy.fusion.vote, rules)
-    order = sorted(range(len(ranked)), key=lambda i: (-scored[i].ruled, scored[i].dense_rank or 10**9))
+    order = sorted(range(len(ranked)), key=lambda i: (-scored[i].ruled, scored[i].dense_order))
     final = diversify([(scored[i], ranked[i][1]) for i in order], rules)
     return [(order[position], candidate) for position, candidate in final]

@@ -117,6 +117,7 @@ class Coverage:
     embedded: int
     progress: EmbedProgress | None = None
     static: int = 0  # chunks without a transformer vector that have the static first stage's
+    static_rows: int = 0  # chunks with the static stage's vector, with or without the transformer's
 
     @property
     def ratio(self) -> float:
@@ -142,6 +143,7 @@ class StoreReader(Protocol):
 
     kind: str
     manifest: Manifest
+    keeps_static: bool  # whether it holds the static stage's vector of every chunk (the shared store holds none)
 
     def commit(self) -> str | None:
         """The git commit the stored chunks reflect (None outside git or before the first write)."""
@@ -184,7 +186,7 @@ class SearchSide(StoreReader, Protocol):
         ...
 
     def static_search(self, vector: npt.NDArray[np.float32], k: int) -> list[ScoredKey]:
-        """The `k` chunks still without a transformer vector closest to `vector` in the static stage's space."""
+        """The `k` chunks closest to `vector` in the static stage's space (every chunk that has a static row)."""
         ...
 
     def lexical_search(self, terms: Sequence[str], k: int) -> list[ScoredKey]:

@@ -67,6 +67,8 @@ def _chunk_from_json(text: str) -> Chunk:
 class LocalStore:
     """One kind's index in SQLite + USearch. Safe to share between a server's threads (one lock)."""
 
+    keeps_static = True
+
     def __init__(self, root: Path, kind: str, db: sqlite3.Connection, manifest: Manifest) -> None:
         self.root = root
         self.kind = kind
@@ -261,8 +263,8 @@ class LocalStore:
             pending = self._db.execute("SELECT count(*) FROM chunks WHERE embedded = 0").fetchone()[0]
             raw = self._meta("embed_progress")
             progress = EmbedProgress(**json.loads(raw)) if raw else None
-            static = self._static.count(self._db)
-            coverage = Coverage(chunks=total, embedded=total - pending, progress=progress, static=static)
+            static_rows, static = self._static.counts(self._db)
+            coverage = Coverage(total, total - pending, progress, static=static, static_rows=static_rows)
             self._coverage, self._own_writes = (version, coverage), False
         return coverage
 
@@ -338,7 +340,7 @@ class LocalStore:
                         "INSERT INTO delta (key, vector) VALUES (?, ?)",
                         (key, np.asarray(item.vector, dtype=np.float32).tobytes()),
                     )
-                elif item.static is not None:
+                if item.static is not None:
                     db.execute(
                         "INSERT INTO static (key, vector) VALUES (?, ?)",
                         (key, np.asarray(item.static, dtype=np.float32).tobytes()),
@@ -377,7 +379,6 @@ class LocalStore:
                         "INSERT INTO delta (key, vector) VALUES (?, ?)",
                         (int(key), np.asarray(vector, dtype=np.float32).tobytes()),
                     )
-                    db.execute("DELETE FROM static WHERE key = ?", (int(key),))  # the transformer's replaces it
                     stored += 1
         self._invalidate()
         return stored

@@ -1,5 +1,5 @@
-"""The static first stage's vectors in a LocalStore: one row per chunk still waiting for its transformer vector (the
-row goes when that vector arrives), searched exactly: it holds only the pending share, 256 numbers a chunk."""
+"""The static stage's vectors in a LocalStore: one row per chunk, kept when its transformer vector arrives (the
+static list votes beside the transformer's), searched exactly: 256 numbers a chunk, 1 KB (100 MB at 100k chunks)."""
 
 from __future__ import annotations
 
@@ -36,8 +36,11 @@ class LocalStatic:
         self._matrix = np.frombuffer(blob, dtype=np.float32).reshape(len(rows), -1) if rows else None
         self._data_version = version
 
-    def count(self, db: sqlite3.Connection) -> int:
-        return int(db.execute("SELECT count(*) FROM static").fetchone()[0])
+    def counts(self, db: sqlite3.Connection) -> tuple[int, int]:
+        """Rows, and rows of chunks still waiting for their transformer vector."""
+        rows = int(db.execute("SELECT count(*) FROM static").fetchone()[0])
+        waiting = "SELECT count(*) FROM static JOIN chunks ON chunks.key = static.key WHERE chunks.embedded = 0"
+        return rows, int(db.execute(waiting).fetchone()[0])
 
     def search(self, db: sqlite3.Connection, vector: npt.NDArray[np.float32], k: int) -> list[ScoredKey]:
         import numpy as np

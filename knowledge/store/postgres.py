@@ -48,6 +48,8 @@ if TYPE_CHECKING:
 class PostgresStore:
     """One kind's index in PostgreSQL. Safe to share between a server's threads (one lock, one connection)."""
 
+    keeps_static = False  # no static stage: its members share transformer vectors through the cache
+
     def __init__(self, target: IndexTarget, conn: Connection, index_id: int, manifest: Manifest) -> None:
         self.target = target
         self.kind = target.kind
@@ -134,10 +136,8 @@ class PostgresStore:
         return FileFacts(path, row[0], row[1] or 0, row[2] or 0) if row else None
 
     def problems(self) -> list[FileProblem]:
-        rows = self._all(
-            "SELECT path, problem FROM knowledge_problems WHERE index_id = %s ORDER BY ctid", (self.index_id,)
-        )
-        return [FileProblem(path, problem) for path, problem in rows]
+        query = "SELECT path, problem FROM knowledge_problems WHERE index_id = %s ORDER BY ctid"
+        return [FileProblem(path, problem) for path, problem in self._all(query, (self.index_id,))]
 
     def summary(self) -> StoreSummary:
         files = self._one("SELECT count(*) FROM knowledge_files WHERE index_id = %s", (self.index_id,))[0]
@@ -178,7 +178,6 @@ class PostgresStore:
             return nearest(self._conn, self.index_id, int(self.manifest.dims), vector, k)
 
     def static_search(self, vector: npt.NDArray[np.float32], k: int) -> list[ScoredKey]:
-        """The shared store keeps no static stage: its members share transformer vectors through the cache."""
         return []
 
     def keep_warm(self, wait: bool = False) -> None:
