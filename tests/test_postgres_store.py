@@ -370,6 +370,8 @@ def test_the_schema_is_versioned_and_migrates(origin, tmp_path, monkeypatch, pos
         admin.execute("CREATE INDEX knowledge_chunks_lex ON knowledge_chunks USING gin (lex)")
         admin.execute("DROP TABLE knowledge_terms")
         admin.execute("ALTER TABLE knowledge_indexes DROP COLUMN embedded_count")
+        admin.execute("ALTER TABLE knowledge_indexes DROP COLUMN static_count, DROP COLUMN static_waiting")
+        admin.execute("ALTER TABLE knowledge_chunks DROP COLUMN static")
         admin.execute("DROP TABLE knowledge_vectors")
         admin.execute(
             "CREATE TABLE knowledge_vectors (fingerprint text NOT NULL, content_hash text NOT NULL, "
@@ -387,6 +389,7 @@ def test_the_schema_is_versioned_and_migrates(origin, tmp_path, monkeypatch, pos
         assert cached == 1  # the cache rebuilt from the chunks, per repository
         counts = admin.execute("SELECT doc_count, embedded_count FROM knowledge_indexes WHERE live").fetchall()
         assert all(chunks == embedded > 0 for chunks, embedded in counts)
+        assert admin.execute("SELECT count(static) FROM knowledge_chunks").fetchone() == (0,)  # the column is back
         admin.execute("UPDATE knowledge_schema SET version = 99")
     with pytest.raises(StoreUnavailableError, match="schema 99"):
         connect(postgres_url)
@@ -473,3 +476,35 @@ def test_a_clone_with_no_variant_set_takes_the_shared_index_s_variant(origin, tm
     assert not (other.root / ".knowledge").exists()  # nothing local to read: the engine said it
     assert other.settings.model_variant == "fp32"
     assert other.search("token budget", threshold=0).results  # and the index answers, no mismatch
+
+
+class StagedEmbedder(HashingEmbedder):
+    """A test double with a static stage of its own (another hashing space), as the real model has."""
+
+    def static_stage(self):
+        stage = HashingEmbedder()
+        stage.dims = 32
+        return stage
+
+
+def test_the_shared_store_keeps_static_rows_and_answers_as_the_local_engine(
+    origin, tmp_path, monkeypatch, postgres_url
+):
+    local = KnowledgeBase.open(clone(origin, tmp_path / "local"), embedder_factory=lambda s: StagedEmbedder())
+    local.reindex_all()
+    shared = member_kb(
+        clone(origin, tmp_path / "shared"), tmp_path / "home", monkeypatch, postgres_url, StagedEmbedder()
+    )
+    shared.reindex_all(embed=False)
+    waiting = [index.coverage() for index in shared.indexes()]
+    assert all(c.embedded == 0 and c.static == c.static_rows == c.chunks > 0 for c in waiting)
+    shared.embed_pending()
+    complete = [index.coverage() for index in shared.indexes()]
+    assert all(c.embedded == c.static_rows == c.chunks and c.static == 0 for c in complete)
+    for query in ("token budget", "install the hooks", "reindex changes"):
+        ours = shared.search(query, threshold=0, explain=True).results
+        theirs = local.search(query, threshold=0, explain=True).results
+        assert [(h.id, h.explain["static_rank"], h.explain["dense_rank"]) for h in ours] == [
+            (h.id, h.explain["static_rank"], h.explain["dense_rank"]) for h in theirs
+        ]
+        assert any(h.explain["static_rank"] is not None for h in ours)

@@ -59,6 +59,22 @@ def nearest(conn: Connection, index_id: int, dims: int, vector: npt.NDArray[np.f
     return [ScoredKey(key, score) for key, score in best]
 
 
+def nearest_static(conn: Connection, index_id: int, vector: npt.NDArray[np.float32], k: int) -> list[ScoredKey]:
+    """The `k` chunks of the index closest to `vector` in the static stage's space: an exact scan of the index's own
+    rows (256 numbers a chunk), ordered as the local engine orders them."""
+    import numpy as np
+
+    rows = conn.execute(
+        "SELECT key, static <=> %s::vector AS distance FROM knowledge_chunks "
+        "WHERE index_id = %s AND static IS NOT NULL ORDER BY distance LIMIT %s",
+        (np.asarray(vector, dtype=np.float32), index_id, k),
+    ).fetchall()
+    scored = sorted(
+        ((int(key), 1.0 - float(distance)) for key, distance in rows), key=lambda h: (-round(h[1], 6), h[0])
+    )
+    return [ScoredKey(key, score) for key, score in scored]
+
+
 def scans_exactly(embedded: int, graph: float) -> bool:
     """Whether an index of `embedded` vectors is searched by an exact scan rather than the HNSW graph, which holds
     `graph` vectors of its size (the index's reltuples: -1 until first analyzed, then the index counts as the whole

@@ -13,121 +13,23 @@ from typing import Any, Protocol, cast
 
 from ..config import redact_url
 from ..errors import KnowledgeError
+from .pg_ddl import (
+    ACCESS_POLICY,
+    BOUND_TABLES,
+    INDEX_POLICY,
+    SCHEMA_V1,
+    SCHEMA_V2,
+    SCHEMA_V3,
+    SCHEMA_V4,
+    SCHEMA_V5,
+    SCHEMA_V6,
+)
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 BUILDING_LOCK = 7411  # (this, index id): held by the process building a not-yet-live index
 _MIGRATION_LOCK = 0x4B4E4F57  # advisory lock key held while the schema is created or migrated
 MIGRATION_WAIT_SECONDS = 30.0
 
-_ACCESS_POLICY = """
-    EXISTS (SELECT 1 FROM knowledge_grants g WHERE g.repository = {table}.repository
-            AND pg_has_role(current_user, g.grantee, 'MEMBER'))
-"""
-_SCHEMA_V1 = """
-CREATE TABLE knowledge_indexes (
-    id bigserial PRIMARY KEY,
-    repository text NOT NULL, branch text NOT NULL, kind text NOT NULL,
-    live boolean NOT NULL DEFAULT false,
-    manifest jsonb NOT NULL,
-    commit text, chunks_version text NOT NULL DEFAULT '', progress jsonb,
-    doc_count bigint NOT NULL DEFAULT 0, total_len bigint NOT NULL DEFAULT 0,
-    updated_at timestamptz NOT NULL DEFAULT now());
-CREATE UNIQUE INDEX knowledge_indexes_live ON knowledge_indexes (repository, branch, kind) WHERE live;
-CREATE TABLE knowledge_chunks (
-    key bigserial PRIMARY KEY,
-    index_id bigint NOT NULL REFERENCES knowledge_indexes (id) ON DELETE CASCADE,
-    repository text NOT NULL,
-    chunk_id text NOT NULL, path text NOT NULL, content_hash text NOT NULL, data jsonb NOT NULL,
-    embed_text text, chars integer NOT NULL DEFAULT 0, symbol text,
-    lexical text NOT NULL, lex tsvector NOT NULL, lex_len integer NOT NULL,
-    dims integer, embedding vector);
-CREATE INDEX knowledge_chunks_path ON knowledge_chunks (index_id, path);
-CREATE INDEX knowledge_chunks_id ON knowledge_chunks (index_id, chunk_id);
-CREATE INDEX knowledge_chunks_symbol ON knowledge_chunks (index_id, symbol) WHERE symbol IS NOT NULL;
-CREATE INDEX knowledge_chunks_pending ON knowledge_chunks (index_id, key) WHERE embedding IS NULL;
-CREATE INDEX knowledge_chunks_lex ON knowledge_chunks USING gin (lex);
-CREATE TABLE knowledge_files (
-    index_id bigint NOT NULL REFERENCES knowledge_indexes (id) ON DELETE CASCADE,
-    repository text NOT NULL, path text NOT NULL, hash text NOT NULL, mtime_ns bigint, size bigint,
-    PRIMARY KEY (index_id, path));
-CREATE TABLE knowledge_problems (
-    index_id bigint NOT NULL REFERENCES knowledge_indexes (id) ON DELETE CASCADE,
-    repository text NOT NULL, path text NOT NULL, problem text NOT NULL);
-CREATE INDEX knowledge_problems_path ON knowledge_problems (index_id, path);
-CREATE TABLE knowledge_vectors (
-    fingerprint text NOT NULL, content_hash text NOT NULL, embedding vector NOT NULL,
-    PRIMARY KEY (fingerprint, content_hash));
-CREATE TABLE knowledge_grants (repository text NOT NULL, grantee name NOT NULL, PRIMARY KEY (repository, grantee));
-"""
-# Version 2: document frequencies per index and lexeme, and each index's count of embedded chunks, kept by every
-# write, so neither BM25 nor coverage counts rows at query time.
-_SCHEMA_V2 = """
-ALTER TABLE knowledge_indexes ADD COLUMN embedded_count bigint NOT NULL DEFAULT 0;
-UPDATE knowledge_indexes i
-    SET embedded_count = (SELECT count(embedding) FROM knowledge_chunks c WHERE c.index_id = i.id);
-CREATE TABLE knowledge_terms (
-    index_id bigint NOT NULL REFERENCES knowledge_indexes (id) ON DELETE CASCADE,
-    repository text NOT NULL, lexeme text NOT NULL, df integer NOT NULL,
-    PRIMARY KEY (index_id, lexeme));
-INSERT INTO knowledge_terms (index_id, repository, lexeme, df)
-    SELECT c.index_id, min(c.repository), u.lexeme, count(*)
-    FROM knowledge_chunks c, unnest(tsvector_to_array(c.lex)) AS u(lexeme) GROUP BY c.index_id, u.lexeme;
-"""
-# Version 3: the vector cache belongs to a repository (row-level security like the chunks), so a team role can
-# neither read nor poison another team's cache; the HNSW indexes of the known models' sizes are made here, by the
-# owner, once, rather than by every writer (PostgreSQL lets only a table's owner create its indexes).
-_SCHEMA_V3 = """
-CREATE TABLE knowledge_vectors_v3 (
-    repository text NOT NULL, fingerprint text NOT NULL, content_hash text NOT NULL, embedding vector NOT NULL,
-    PRIMARY KEY (repository, fingerprint, content_hash));
-INSERT INTO knowledge_vectors_v3 (repository, fingerprint, content_hash, embedding)
-    SELECT DISTINCT ON (c.repository, i.manifest->>'fingerprint', c.content_hash)
-           c.repository, i.manifest->>'fingerprint', c.content_hash, c.embedding
-    FROM knowledge_chunks c JOIN knowledge_indexes i ON i.id = c.index_id WHERE c.embedding IS NOT NULL;
-DROP TABLE knowledge_vectors;
-ALTER TABLE knowledge_vectors_v3 RENAME TO knowledge_vectors;
-ALTER INDEX knowledge_vectors_v3_pkey RENAME TO knowledge_vectors_pkey;
-"""
-# Version 4: BM25 reads postings, one row per (index, lexeme, chunk) in a b-tree, instead of every candidate's
-# tsvector through a GIN index. Under row-level security PostgreSQL uses an index only for leakproof operators: `=`
-# on text and bigint is, `tsvector @@ tsquery` is not, so a team role's lexical search read every row of its index
-# (docs/benchmarks.md §9). A posting belongs to its index, and a role sees the postings of the indexes it may see.
-_SCHEMA_V4 = """
-CREATE TABLE knowledge_postings (
-    index_id bigint NOT NULL REFERENCES knowledge_indexes (id) ON DELETE CASCADE,
-    lexeme text NOT NULL, key bigint NOT NULL, tf real NOT NULL, lex_len integer NOT NULL,
-    PRIMARY KEY (index_id, lexeme, key) INCLUDE (tf, lex_len));
-INSERT INTO knowledge_postings (index_id, lexeme, key, tf, lex_len)
-    SELECT c.index_id, u.lexeme, c.key, coalesce(array_length(u.positions, 1), 1), c.lex_len
-    FROM knowledge_chunks c, unnest(c.lex) AS u ORDER BY 1, 2, 3;
-DROP INDEX knowledge_chunks_lex;
-"""
-# `IN`, not a correlated `EXISTS`: PostgreSQL hashes the visible index ids once, where on a low row estimate it ran
-# the `EXISTS` (and the indexes' own policy under it) once per posting (6,677 times in one search at 20k chunks)
-_INDEX_POLICY = "{table}.index_id IN (SELECT i.id FROM knowledge_indexes i)"
-# Version 5: every row of an index is bound to it. Rows name their index's repository through a composite foreign
-# key, and their policy is the index's visibility, so a role cannot plant a row in an index it cannot see (refused
-# by row-level security before any unique check could answer); a repository without a grant is nobody's but the
-# owner's. Rows whose label disagreed with their index (planted) are dropped.
-_BOUND_TABLES = ("knowledge_chunks", "knowledge_files", "knowledge_problems", "knowledge_terms")
-_SCHEMA_V5 = (
-    "".join(f"ALTER TABLE {table} DROP CONSTRAINT IF EXISTS {table}_bound;\n" for table in _BOUND_TABLES)
-    + "ALTER TABLE knowledge_indexes DROP CONSTRAINT IF EXISTS knowledge_indexes_id_repository;\n"
-    + "ALTER TABLE knowledge_indexes ADD CONSTRAINT knowledge_indexes_id_repository UNIQUE (id, repository);\n"
-    + "".join(
-        f"""DELETE FROM {table} t USING knowledge_indexes i WHERE i.id = t.index_id AND i.repository <> t.repository;
-ALTER TABLE {table} ADD CONSTRAINT {table}_bound FOREIGN KEY (index_id, repository)
-    REFERENCES knowledge_indexes (id, repository) ON DELETE CASCADE;
-DROP POLICY IF EXISTS knowledge_by_repository ON {table};
-DROP POLICY IF EXISTS knowledge_by_index ON {table};
-"""
-        for table in _BOUND_TABLES
-    )
-    + "".join(
-        f"DROP POLICY IF EXISTS knowledge_by_repository ON {table};\n"
-        for table in ("knowledge_indexes", "knowledge_vectors")
-    )
-)
 KNOWN_DIMS = (384, 768)  # all-MiniLM-L6-v2, all-mpnet-base-v2
 _PROTECTED_TABLES = ("knowledge_indexes", "knowledge_chunks", "knowledge_files", "knowledge_problems")
 # What a team role may do (docs/teams.md, Access): its own repositories' rows (row-level security), never the grants,
@@ -247,35 +149,37 @@ def migrate(conn: Connection, wait_seconds: float | None = None) -> int:
         conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
         conn.execute("CREATE TABLE IF NOT EXISTS knowledge_schema (version integer NOT NULL)")
         if version < 1:
-            conn.execute(_SCHEMA_V1)
+            conn.execute(SCHEMA_V1)
             for table in _PROTECTED_TABLES:
                 _protect(conn, table)
         if version < 2:
-            conn.execute(_SCHEMA_V2)
+            conn.execute(SCHEMA_V2)
             _protect(conn, "knowledge_terms")
         if version < 3:
-            conn.execute(_SCHEMA_V3)
+            conn.execute(SCHEMA_V3)
             _protect(conn, "knowledge_vectors")
             for dims in KNOWN_DIMS:
                 conn.execute(_hnsw_sql(dims))
         if version < 4:
-            conn.execute(_SCHEMA_V4)
-            _protect(conn, "knowledge_postings", _INDEX_POLICY, "knowledge_by_index")
+            conn.execute(SCHEMA_V4)
+            _protect(conn, "knowledge_postings", INDEX_POLICY, "knowledge_by_index")
         if version < 5:
-            conn.execute(_SCHEMA_V5)
+            conn.execute(SCHEMA_V5)
             for table in ("knowledge_indexes", "knowledge_vectors"):
                 conn.execute(
-                    f"CREATE POLICY knowledge_by_repository ON {table} USING ({_ACCESS_POLICY.format(table=table)})"
+                    f"CREATE POLICY knowledge_by_repository ON {table} USING ({ACCESS_POLICY.format(table=table)})"
                 )
-            for table in _BOUND_TABLES:
-                conn.execute(f"CREATE POLICY knowledge_by_index ON {table} USING ({_INDEX_POLICY.format(table=table)})")
+            for table in BOUND_TABLES:
+                conn.execute(f"CREATE POLICY knowledge_by_index ON {table} USING ({INDEX_POLICY.format(table=table)})")
+        if version < 6:
+            conn.execute(SCHEMA_V6)
         for role in _member_roles(conn):  # a table made by a migration is theirs too, as `teams setup` gave them
             _grant_member_tables(conn, role)
         conn.execute("INSERT INTO knowledge_schema (version) VALUES (%s)", (SCHEMA_VERSION,))
     return SCHEMA_VERSION
 
 
-def _protect(conn: Connection, table: str, policy: str = _ACCESS_POLICY, name: str = "knowledge_by_repository") -> None:
+def _protect(conn: Connection, table: str, policy: str = ACCESS_POLICY, name: str = "knowledge_by_repository") -> None:
     conn.execute(f"ALTER TABLE {table} ENABLE ROW LEVEL SECURITY")
     conn.execute(f"CREATE POLICY {name} ON {table} USING ({policy.format(table=table)})")
 

@@ -37,8 +37,9 @@ from . import (
     recent_first,
 )
 from .pg_lexemes import add_terms, forget_terms, stems, symbol_key, tsvector_text
-from .pg_queries import bm25, nearest, vector_array
+from .pg_queries import bm25, nearest, nearest_static, vector_array
 from .pg_schema import BUILDING_LOCK, Connection, IndexTarget, ensure_vector_index, require_grant
+from .pg_vectors import remember, take_cached
 
 if TYPE_CHECKING:
     import numpy as np
@@ -48,7 +49,7 @@ if TYPE_CHECKING:
 class PostgresStore:
     """One kind's index in PostgreSQL. Safe to share between a server's threads (one lock, one connection)."""
 
-    keeps_static = False  # no static stage: its members share transformer vectors through the cache
+    keeps_static = True
 
     def __init__(self, target: IndexTarget, conn: Connection, index_id: int, manifest: Manifest) -> None:
         self.target = target
@@ -178,7 +179,8 @@ class PostgresStore:
             return nearest(self._conn, self.index_id, int(self.manifest.dims), vector, k)
 
     def static_search(self, vector: npt.NDArray[np.float32], k: int) -> list[ScoredKey]:
-        return []
+        with self._lock, self._conn.transaction():
+            return nearest_static(self._conn, self.index_id, vector, k)
 
     def keep_warm(self, wait: bool = False) -> None:
         """Nothing to keep: the database holds its own caches."""
@@ -231,11 +233,13 @@ class PostgresStore:
         )
 
     def coverage(self) -> Coverage:
-        total, embedded, raw = self._one(
-            "SELECT doc_count, embedded_count, progress FROM knowledge_indexes WHERE id = %s", (self.index_id,)
+        total, embedded, raw, rows, waiting = self._one(
+            "SELECT doc_count, embedded_count, progress, static_count, static_waiting FROM knowledge_indexes "
+            "WHERE id = %s",
+            (self.index_id,),
         )
         progress = EmbedProgress(**raw) if raw else None
-        return Coverage(chunks=int(total), embedded=int(embedded), progress=progress)
+        return Coverage(int(total), int(embedded), progress, static=int(waiting), static_rows=int(rows))
 
     def pending(self, limit: int, first: Sequence[str] = ()) -> list[Pending]:
         select = (
@@ -282,6 +286,7 @@ class PostgresStore:
                 words = item.lexical.split() if item.lexical is not None else terms(chunk_text(chunk))
                 lex, length = tsvector_text(words)
                 vector = None if item.vector is None else np.asarray(item.vector, dtype=np.float32)
+                static = None if item.static is None else np.asarray(item.static, dtype=np.float32)
                 rows.append(
                     (
                         self.index_id,
@@ -298,6 +303,7 @@ class PostgresStore:
                         length,
                         dims if vector is not None else None,
                         vector,
+                        static,
                     )
                 )
             if rows:
@@ -305,26 +311,15 @@ class PostgresStore:
                 with conn.cursor() as cursor:
                     cursor.executemany(
                         "INSERT INTO knowledge_chunks (index_id, repository, chunk_id, path, content_hash, data, "
-                        "embed_text, chars, symbol, lexical, lex, lex_len, dims, embedding) "
-                        "VALUES (%s, %s, %s, %s, %s, %s::jsonb, %s, %s, %s, %s, %s::tsvector, %s, %s, %s)",
+                        "embed_text, chars, symbol, lexical, lex, lex_len, dims, embedding, static) "
+                        "VALUES (%s, %s, %s, %s, %s, %s::jsonb, %s, %s, %s, %s, %s::tsvector, %s, %s, %s, %s)",
                         rows,
                     )
                 add_terms(conn, self.index_id, repository, before)
-                # what any clone or branch already embedded with this model: no model call needed
-                conn.execute(
-                    "UPDATE knowledge_chunks c SET embedding = v.embedding, dims = %s, embed_text = NULL "
-                    "FROM knowledge_vectors v WHERE c.index_id = %s AND c.embedding IS NULL "
-                    "AND v.repository = %s AND v.fingerprint = %s AND v.content_hash = c.content_hash",
-                    (dims, self.index_id, repository, self.manifest.fingerprint),
+                take_cached(conn, self.index_id, repository, self.manifest.fingerprint, dims)
+                remember(
+                    conn, [(repository, self.manifest.fingerprint, r[4], r[13]) for r in rows if r[13] is not None]
                 )
-                known = [(repository, self.manifest.fingerprint, r[4], r[13]) for r in rows if r[13] is not None]
-                if known:
-                    with conn.cursor() as cursor:
-                        cursor.executemany(
-                            "INSERT INTO knowledge_vectors (repository, fingerprint, content_hash, embedding) "
-                            "VALUES (%s, %s, %s, %s) ON CONFLICT DO NOTHING",
-                            known,
-                        )
             if change.files:
                 with conn.cursor() as cursor:
                     cursor.executemany(
@@ -341,9 +336,10 @@ class PostgresStore:
                     )
             conn.execute(
                 "UPDATE knowledge_indexes i SET chunks_version = %s, updated_at = now(), "
-                "doc_count = s.n, embedded_count = s.e, total_len = s.l"
+                "doc_count = s.n, embedded_count = s.e, total_len = s.l, static_count = s.st, static_waiting = s.sw"
                 + (", commit = %s" if change.set_commit else "")
-                + " FROM (SELECT count(*) AS n, count(embedding) AS e, coalesce(sum(lex_len), 0) AS l "
+                + " FROM (SELECT count(*) AS n, count(embedding) AS e, coalesce(sum(lex_len), 0) AS l, "
+                "count(static) AS st, count(static) FILTER (WHERE embedding IS NULL) AS sw "
                 "FROM knowledge_chunks WHERE index_id = %s) s WHERE i.id = %s",
                 (
                     f"{time.time_ns()}",
@@ -363,29 +359,22 @@ class PostgresStore:
         if not vectors:
             return 0
         dims = int(self.manifest.dims)
-        stored = 0
+        stored = staged = 0
         with self._writing() as conn:
             for key, vector in vectors.items():
                 row = conn.execute(
                     "UPDATE knowledge_chunks SET embedding = %s, dims = %s, embed_text = NULL "
-                    "WHERE key = %s AND index_id = %s AND embedding IS NULL RETURNING content_hash",
+                    "WHERE key = %s AND index_id = %s AND embedding IS NULL RETURNING content_hash, static IS NOT NULL",
                     (np.asarray(vector, dtype=np.float32), dims, int(key), self.index_id),
                 ).fetchone()
                 if row is not None:
-                    stored += 1
-                    conn.execute(
-                        "INSERT INTO knowledge_vectors (repository, fingerprint, content_hash, embedding) "
-                        "VALUES (%s, %s, %s, %s) ON CONFLICT DO NOTHING",
-                        (
-                            self.target.repository,
-                            self.manifest.fingerprint,
-                            row[0],
-                            np.asarray(vector, dtype=np.float32),
-                        ),
-                    )
+                    stored, staged = stored + 1, staged + bool(row[1])
+                    vector = np.asarray(vector, dtype=np.float32)
+                    remember(conn, [(self.target.repository, self.manifest.fingerprint, row[0], vector)])
             conn.execute(
-                "UPDATE knowledge_indexes SET embedded_count = embedded_count + %s WHERE id = %s",
-                (stored, self.index_id),
+                "UPDATE knowledge_indexes SET embedded_count = embedded_count + %s, "
+                "static_waiting = static_waiting - %s WHERE id = %s",
+                (stored, staged, self.index_id),
             )
         return stored
 
