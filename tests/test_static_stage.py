@@ -355,3 +355,18 @@ def test_with_fill_off_the_index_stays_at_the_first_stage_and_answers(git_repo):
     assert "`fill = false`: the index stays at the first stage" in text
     assert f"first stage: 100.0% of chunks ranked by the static stage meanwhile ({status.static_stage})" in text
     assert status_from_dict(status_to_dict(status)) == status
+
+
+def test_the_static_search_keeps_the_best_k_in_order_with_ties_in_key_order():
+    from knowledge.store.local_static import LocalStatic
+
+    rng = np.random.default_rng(0)
+    for rows, k in ((3000, 100), (50, 100), (1000, 1000), (500, 1)):
+        matrix = np.round(rng.random((rows, 8)), 1).astype(np.float32)  # coarse values: many ties
+        vector = np.round(rng.random(8), 1).astype(np.float32)
+        scores = matrix @ vector
+        search = LocalStatic()
+        search._matrix, search._keys = matrix, list(range(100, 100 + rows))
+        search._refresh = lambda db: None
+        expected = [100 + int(row) for row in np.argsort(-scores, kind="stable")[:k]]
+        assert [hit.key for hit in search.search(None, vector, k)] == expected

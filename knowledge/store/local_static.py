@@ -49,5 +49,10 @@ class LocalStatic:
         if self._matrix is None or self._matrix.shape[1] != len(vector):
             return []
         scores = self._matrix @ np.asarray(vector, dtype=np.float32)
-        top = np.argsort(-scores, kind="stable")[:k]
+        rows = np.arange(len(scores))
+        if 0 < k < len(scores):  # the k best without sorting every row (each chunk's row is searched)
+            kth = scores[np.argpartition(-scores, k - 1)[:k]].min()
+            above, tied = np.flatnonzero(scores > kth), np.flatnonzero(scores == kth)
+            rows = np.concatenate([above, tied[: k - len(above)]])
+        top = rows[np.lexsort((rows, -scores[rows]))][:k]  # best first, ties in key order
         return [ScoredKey(self._keys[int(row)], float(scores[int(row)])) for row in top]
