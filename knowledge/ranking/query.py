@@ -4,6 +4,7 @@ a query and of a path reduced to what their forms share."""
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from pathlib import PurePosixPath
 
 from ..lexical import STOPWORDS
@@ -70,10 +71,11 @@ def qualified_names(query: str) -> dict[str, list[frozenset[str]]]:
     return out
 
 
-def scope_words(path: str, parent: str) -> set[str]:
+@lru_cache(maxsize=65536)
+def scope_words(path: str, parent: str) -> frozenset[str]:
     """What a definition's qualifiers may name: its enclosing entity, its file's name and its folders (`name_key`)."""
     pure = PurePosixPath(path)
-    return {name_key(part) for part in (parent, pure.stem, *pure.parent.parts) if part}
+    return frozenset(name_key(part) for part in (parent, pure.stem, *pure.parent.parts) if part)
 
 
 # Verbs a doc comment opens with ("Returns …", "Create …"): a question worded so says what code does.
@@ -119,10 +121,11 @@ def asks_what_code_does(query: str) -> bool:
     return bool(stems & _ACTIONS)
 
 
-def path_words(path: str) -> set[str]:
+@lru_cache(maxsize=65536)  # asked of every candidate's path by every question: a warm server meets the same paths
+def path_words(path: str) -> frozenset[str]:
     pure = PurePosixPath(path)
     pieces = [pure.stem, *pure.parent.parts[-2:]]
-    return {normal(part) for piece in pieces for part in PARTS.findall(piece) if len(part) > 2} | {
+    return frozenset({normal(part) for piece in pieces for part in PARTS.findall(piece) if len(part) > 2}) | {
         normal(pure.stem.replace("_", "").replace("-", ""))
     }
 
@@ -133,8 +136,9 @@ def type_named(query: str, symbol: str) -> bool:
     return any(token[:1].isupper() and name_key(token) == symbol for token in WORD.findall(query))
 
 
-def stem_words(path: str) -> set[str]:
-    return {normal(part) for part in PARTS.findall(PurePosixPath(path).stem) if len(part) > 2}
+@lru_cache(maxsize=65536)
+def stem_words(path: str) -> frozenset[str]:
+    return frozenset(normal(part) for part in PARTS.findall(PurePosixPath(path).stem) if len(part) > 2)
 
 
 def query_words(query: str) -> set[str]:
