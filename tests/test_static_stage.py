@@ -370,3 +370,28 @@ def test_the_static_search_keeps_the_best_k_in_order_with_ties_in_key_order():
         search._refresh = lambda db: None
         expected = [100 + int(row) for row in np.argsort(-scores, kind="stable")[:k]]
         assert [hit.key for hit in search.search(None, vector, k)] == expected
+
+
+def test_the_static_rows_are_read_page_by_page_into_one_matrix_and_reread_after_a_write(tmp_path):
+    import sqlite3
+
+    from knowledge.store.local_static import LocalStatic
+    from knowledge.store.local_vectors import DELTA_PAGE
+
+    rows = np.random.default_rng(1).normal(size=(DELTA_PAGE * 2 + 5, 4)).astype(np.float32)
+    rows /= np.linalg.norm(rows, axis=1, keepdims=True)  # unit rows: each is its own best match
+    db = sqlite3.connect(tmp_path / "static.sqlite", isolation_level=None)
+    db.execute("CREATE TABLE static (key INTEGER PRIMARY KEY, vector BLOB)")
+    db.executemany("INSERT INTO static VALUES (?, ?)", [(3 * n + 7, row.tobytes()) for n, row in enumerate(rows)])
+    search = LocalStatic()
+    best = search.search(db, rows[DELTA_PAGE + 1], 1)[0]
+    assert (best.key, round(best.score, 5)) == (
+        3 * (DELTA_PAGE + 1) + 7,
+        round(float(rows[DELTA_PAGE + 1] @ rows[DELTA_PAGE + 1]), 5),
+    )
+    assert search._matrix.shape == rows.shape
+    assert np.array_equal(search._matrix, rows)
+    writer = sqlite3.connect(tmp_path / "static.sqlite", isolation_level=None)  # another process's write
+    writer.execute("INSERT INTO static VALUES (1, ?)", (np.full(4, 9, np.float32).tobytes(),))
+    assert search.search(db, np.ones(4, np.float32), 1)[0].key == 1
+    assert search._matrix.shape == (len(rows) + 1, 4)

@@ -7,6 +7,7 @@ import sqlite3
 from typing import TYPE_CHECKING
 
 from . import ScoredKey
+from .local_vectors import DELTA_PAGE
 
 if TYPE_CHECKING:
     import numpy as np
@@ -25,15 +26,26 @@ class LocalStatic:
         self._data_version = None
 
     def _refresh(self, db: sqlite3.Connection) -> None:
+        """Every row into one matrix, a page at a time: a million rows cost their 1 GB once, not three times."""
         import numpy as np
 
         version = db.execute("PRAGMA data_version").fetchone()[0]
         if version == self._data_version and self._matrix is not None:
             return
-        rows = db.execute("SELECT key, vector FROM static ORDER BY key").fetchall()
-        self._keys = [int(key) for key, _ in rows]
-        blob = b"".join(vector for _, vector in rows)
-        self._matrix = np.frombuffer(blob, dtype=np.float32).reshape(len(rows), -1) if rows else None
+        count, width = db.execute("SELECT count(*), max(length(vector)) FROM static").fetchone()
+        self._keys, self._matrix = [], None
+        if count:
+            matrix = np.empty((count, width // 4), dtype=np.float32)
+            keys: list[int] = []
+            cursor = db.execute("SELECT key, vector FROM static ORDER BY key")
+            while page := cursor.fetchmany(DELTA_PAGE):
+                # another process may have added rows since the count (the next search reads them all again)
+                if len(keys) + len(page) > len(matrix):
+                    matrix = np.concatenate([matrix, np.empty((len(page), matrix.shape[1]), np.float32)])
+                rows = np.frombuffer(b"".join(vector for _, vector in page), dtype=np.float32)
+                matrix[len(keys) : len(keys) + len(page)] = rows.reshape(len(page), -1)
+                keys.extend(int(key) for key, _ in page)
+            self._keys, self._matrix = keys, matrix[: len(keys)]
         self._data_version = version
 
     def counts(self, db: sqlite3.Connection) -> tuple[int, int]:
