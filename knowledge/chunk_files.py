@@ -26,6 +26,7 @@ from .store import FileFacts
 
 PARALLEL_FROM_FILES = 64  # below this, forking costs more than it saves
 FILES_PER_TASK = 32
+TASKS_AHEAD = 4  # per worker: batches chunked or being chunked ahead of the one the store is writing
 
 
 @dataclass(slots=True)
@@ -109,7 +110,7 @@ def chunk_batches(
     """The chunks of `paths` a batch of files at a time, in path order, as soon as each batch is ready."""
     global _counter_factory, _counter
     import multiprocessing  # here, not at the top: a hook run that changes nothing never needs it
-    from concurrent.futures import ProcessPoolExecutor, as_completed
+    from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 
     paths = sorted(paths)
     job = _Job(root, settings, kind, commit)
@@ -135,13 +136,21 @@ def chunk_batches(
     following = 0  # the next batch to hand out: batches leave in path order whatever order they finish in
     context = multiprocessing.get_context("fork")
     with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-        futures = {pool.submit(_chunk_paths, job, part): n for n, part in enumerate(parts)}
-        for future in as_completed(futures):
-            n = futures[future]
-            results[n] = future.result()
-            done += len(parts[n])
-            if on_progress is not None:
-                on_progress(Progress(stage, done, len(paths)))
+        running: dict[Future[Chunked], int] = {}
+        submitted = 0
+        while following < len(parts):
+            # Only a window of batches ahead of the consumer: the workers chunk faster than a store writes, and a
+            # batch handed out must not stay held (a million chunks held at once cost GBs).
+            while submitted < len(parts) and submitted - following < workers * TASKS_AHEAD:
+                running[pool.submit(_chunk_paths, job, parts[submitted])] = submitted
+                submitted += 1
+            finished, _ = wait(running, return_when=FIRST_COMPLETED)
+            for future in finished:
+                n = running.pop(future)
+                results[n] = future.result()
+                done += len(parts[n])
+                if on_progress is not None:
+                    on_progress(Progress(stage, done, len(paths)))
             while following in results:
                 yield results.pop(following)
                 following += 1

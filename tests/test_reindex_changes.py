@@ -1,3 +1,4 @@
+import os
 from pathlib import Path
 
 import pytest
@@ -198,3 +199,35 @@ def test_a_first_build_is_searchable_after_its_first_batch_and_an_interrupted_on
     assert report.files_indexed == 100 - indexed
     assert LocalStore.open(git_repo).commit() == git(git_repo, "rev-parse", "HEAD").strip()
     assert equals_clean_rebuild(git_repo)
+
+
+def test_a_big_build_chunks_only_a_window_ahead_of_the_store_and_hands_batches_out_in_path_order(git_repo, monkeypatch):
+    """The workers chunk faster than a store writes: a build must not hold every batch (GBs at a million chunks)."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    from knowledge import chunk_files
+    from knowledge.config import load_settings
+
+    if (os.cpu_count() or 1) < 2:
+        pytest.skip("one core: the files are chunked in this process, one batch at a time")
+    files = {
+        f"docs/d{i:04}.md": DOC.format(t=f"Doc{i}", body=f"alpha{i} body")
+        for i in range(40 * chunk_files.FILES_PER_TASK)
+    }
+    commit(git_repo, files)
+    submitted: list[int] = []
+    real_submit = ProcessPoolExecutor.submit
+
+    def counted(self, fn, *args, **kwargs):
+        submitted.append(1)
+        return real_submit(self, fn, *args, **kwargs)
+
+    monkeypatch.setattr(ProcessPoolExecutor, "submit", counted)
+    settings, _ = load_settings(git_repo)
+    batches = chunk_files.chunk_batches(git_repo, settings, "docs", list(files), None, HashingEmbedder)
+    first = next(batches)
+    window = min(os.cpu_count() or 1, 8) * chunk_files.TASKS_AHEAD
+    assert len(submitted) <= window < 40  # not all forty parts at once
+    paths = [f.path for f in first.files] + [f.path for batch in batches for f in batch.files]
+    assert paths == sorted(files)
+    assert len(submitted) == 40
