@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from . import agent_config
 from .agent_config import CLIENTS, SCOPES, Change
+from .child import knowledge_argv, start_detached
 from .config import MODEL_VARIANTS, Settings, load_settings, redact_url
 from .embedding import MODELS, model_spec
 from .errors import KnowledgeError
@@ -48,6 +49,12 @@ def write_log(root: Path, name: str, text: str) -> Path:
 def open_log(root: Path, name: str) -> int:
     """A descriptor appending to `.knowledge/logs/NAME` (0600, never through a symlink)."""
     return open_append(root, log_folder(root) / name)
+
+
+def start_daemon_process(root: Path, idle_timeout: int, log: int) -> None:
+    """`knowledge daemon run` for `root`, detached, writing to `log` (this installation's knowledge, never a
+    checkout's: child.py)."""
+    start_detached(knowledge_argv(root, "daemon", "run", "--idle-timeout", str(idle_timeout)), log)
 
 
 def read_generated(root: Path, name: str) -> str | None:

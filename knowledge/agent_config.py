@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from .child import python_argv
 from .config_edit import json_member_set, only_empty_containers, toml_table_set
 from .errors import KnowledgeError
 from .fs import gated_path, remove_file, write_file
@@ -211,7 +212,7 @@ def server_command(on_path: str | None, interpreter: str, in_virtualenv: bool = 
     if on_path and Path(on_path).parent == here and not in_virtualenv:
         return ["knowledge", "mcp"]
     script = here / "knowledge"
-    return [str(script), "mcp"] if script.exists() else [interpreter, "-m", "knowledge", "mcp"]
+    return [str(script), "mcp"] if script.exists() else python_argv("-m", "knowledge", "mcp", interpreter=interpreter)
 
 
 # ---- Markdown instructions between markers ----------------------------------------------------------------------

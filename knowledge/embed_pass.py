@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import subprocess
-import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -15,6 +13,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
+from .child import knowledge_argv, start_detached
 from .fs import is_locked, open_append, try_lock
 from .indexer import ProgressCallback
 from .records import Progress
@@ -203,13 +202,6 @@ def embed_in_background(root: Path, model: str, variant: str) -> bool:
         return False
     log = index_dir(root) / "logs" / "embed.log"
     with os.fdopen(open_append(root, log), "ab") as out:
-        subprocess.Popen(
-            # not quiet: off a terminal it writes a plain progress line every few seconds, so embed.log follows it
-            [sys.executable, "-m", "knowledge", "-C", str(root), "--model", model, "--variant", variant, "embed"],
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=out,
-            start_new_session=True,
-            env={**os.environ},
-        )
+        # not quiet: off a terminal it writes a plain progress line every few seconds, so embed.log follows it
+        start_detached(knowledge_argv(root, "--model", model, "--variant", variant, "embed"), out.fileno())
     return True

@@ -54,10 +54,11 @@ fi
     [ -e "$ignore" ] || [ -L "$ignore" ] || printf '*\\n' > "$ignore"
     cd "$top" || exit 0
     unset GIT_DIR GIT_WORK_TREE GIT_INDEX_FILE GIT_PREFIX
-    # Detached: even finding Python and importing knowledge takes longer than a commit should wait.
+    # Detached: even finding Python and importing knowledge takes longer than a commit should wait. -P: the
+    # installed knowledge, never a `knowledge/` package of the repository (the working folder).
     (
-        if [ -x "$KNOWLEDGE_PYTHON" ] && "$KNOWLEDGE_PYTHON" -c 'import knowledge' 2>/dev/null; then
-            set -- "$KNOWLEDGE_PYTHON" -m knowledge
+        if [ -x "$KNOWLEDGE_PYTHON" ] && "$KNOWLEDGE_PYTHON" -P -c 'import knowledge' 2>/dev/null; then
+            set -- "$KNOWLEDGE_PYTHON" -P -m knowledge
         elif command -v knowledge >/dev/null 2>&1; then
             set -- knowledge
         else

@@ -49,6 +49,7 @@ LAYERS = {
     ),
     "leaves": (
         "knowledge.fs",
+        "knowledge.child",
         "knowledge.config",
         "knowledge.lexical",
         "knowledge.budget",

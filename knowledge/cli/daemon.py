@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 import time
 
 import click
@@ -49,13 +47,7 @@ def daemon_start_command(ctx: click.Context, idle_timeout: int, wait_seconds: in
         click.echo(f"daemon already running for {root}", err=True)
         return
     with os.fdopen(admin.open_log(root, "daemon.log"), "ab") as out:
-        subprocess.Popen(
-            [sys.executable, "-m", "knowledge", "-C", str(root), "daemon", "run", "--idle-timeout", str(idle_timeout)],
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=out,
-            start_new_session=True,
-        )
+        admin.start_daemon_process(root, idle_timeout, out.fileno())
     deadline = time.monotonic() + wait_seconds
     while time.monotonic() < deadline:
         if daemon_call(ctx, "status") is not None:

@@ -7,8 +7,11 @@ import importlib.util
 import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
+from ..child import python_argv, run_captured
 from ..errors import ModelUnavailableError
 from .models import ModelSpec
 
@@ -18,7 +21,7 @@ Runner = Callable[[Sequence[str]], "subprocess.CompletedProcess[str]"]
 def installer_command(packages: Sequence[str]) -> list[str]:
     """pip of this interpreter (a venv, pipx), else uv for this interpreter (`uv tool` environments have no pip)."""
     if importlib.util.find_spec("pip") is not None:
-        return [sys.executable, "-m", "pip", "install", "--no-deps", "--quiet", *packages]
+        return python_argv("-m", "pip", "install", "--no-deps", "--quiet", *packages)
     uv = shutil.which("uv")
     if uv is not None:
         return [uv, "pip", "install", "--python", sys.executable, "--no-deps", "--quiet", *packages]
@@ -29,7 +32,9 @@ def installer_command(packages: Sequence[str]) -> list[str]:
 
 
 def _run(command: Sequence[str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(list(command), capture_output=True, text=True, check=False)
+    # pip runs with -P from a folder of no repository's: a checkout's `pip/` package or a requirement name that is
+    # also a folder there never takes part
+    return run_captured(list(command), cwd=Path(tempfile.gettempdir()))
 
 
 def fetch_weights(spec: ModelSpec, runner: Runner = _run) -> list[str]:

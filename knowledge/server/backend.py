@@ -132,4 +132,6 @@ class LocalBackend:
                 report = self.kb.reindex_all()
             else:
                 report = self.kb.reindex_changes(worktree=params.get("worktree", True) is not False)
-        return {"format_version": 1, **report_to_dict(report)}
+        # as the CLI's reindex does: the chunks' vectors follow in a detached fill (child.py: the installed knowledge)
+        filling = bool(report.chunks_pending) and self.kb.embed_in_background()
+        return {"format_version": 1, **report_to_dict(report), "filling": filling}
