@@ -18,8 +18,9 @@ from .child import knowledge_argv, start_detached
 from .config import MODEL_VARIANTS, Settings, load_settings, redact_url
 from .embedding import MODELS, model_spec
 from .errors import KnowledgeError
-from .fs import gated_path, make_dirs, open_append, write_file
+from .fs import make_dirs, open_append, write_file
 from .git import repo_root
+from .path_gate import generated_file
 from .records import INDEX_DIR_NAME
 
 __all__ = ["CLIENTS", "MODEL_VARIANTS", "SCOPES", "Change"]
@@ -59,13 +60,13 @@ def start_daemon_process(root: Path, idle_timeout: int, log: int) -> None:
 
 def read_generated(root: Path, name: str) -> str | None:
     """A file knowledge generates at the repository root (llms.txt), as the write gate would reach it; None if none."""
-    target = gated_path(root, root / name, follow_final=True)
+    target = generated_file(root, root / name)
     return target.read_text(encoding="utf-8") if target.is_file() else None
 
 
 def write_generated(root: Path, name: str, text: str) -> Path:
     """Write a generated file at the repository root through the write gate (readable by all, as a committed file)."""
-    return write_file(root, root / name, text, mode=0o644, follow_final=True)
+    return write_file(root, generated_file(root, root / name), text, mode=0o644, follow_final=True)
 
 
 def settings_of(root: Path, overrides: Overrides) -> Settings:

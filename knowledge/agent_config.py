@@ -16,6 +16,7 @@ from .child import python_argv
 from .config_edit import json_member_set, only_empty_containers, toml_table_set
 from .errors import KnowledgeError
 from .fs import gated_path, remove_file, write_file
+from .path_gate import generated_file
 
 SERVER_NAME = "knowledge"
 SCOPES = ("project", "user")
@@ -154,7 +155,11 @@ def plan(
         if relative is None:
             raise KnowledgeError(f"{client.title} has no {scope}-scope config file")
         within = root if scope == "project" else home
-        path = gated_path(within, within / relative, follow_final=True)
+        path = (
+            generated_file(root, root / relative)
+            if scope == "project"
+            else gated_path(within, within / relative, follow_final=True)
+        )
         before = _read(path)
         if path.suffix == ".toml":
             table = None if remove else _codex(command)
@@ -174,7 +179,7 @@ def plan(
         seen: set[Path] = set()
         named = documents if documents is not None else ("AGENTS.md", *(CLIENTS[n].instructions for n in clients))
         for document in dict.fromkeys(named):
-            path = gated_path(root, root / document, follow_final=True)
+            path = generated_file(root, root / document)
             if path in seen:  # CLAUDE.md -> AGENTS.md: one file, one section
                 continue
             seen.add(path)

@@ -8,12 +8,16 @@ serving readers also ask git whether the path is ignored, and treat any answer b
 from __future__ import annotations
 
 import errno
+import os
 import stat
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from .git import check_ignore
+from .config import DEFAULT_SECRET_FILES
+from .errors import WriteRefusedError
+from .fs import gated_path
+from .git import check_ignore, repo_root
 from .patterns import name_glob
 from .records import INDEX_DIR_NAME
 
@@ -116,3 +120,24 @@ def servable(root: Path, rel: str, secret_files: Iterable[str], in_git: bool) ->
         return target
     inner = target.relative_to(root.resolve()).as_posix()
     return ignored_by_git(root, inner, rel) or target
+
+
+def generated_file(root: Path, path: Path, secret_files: Iterable[str] = DEFAULT_SECRET_FILES) -> Path:
+    """Where knowledge may write (or read back) a file it generates in the repository (llms.txt, AGENTS.md, CLAUDE.md,
+    an agent's project config): the write gate's answer (fs.gated_path, links followed only to a regular file of this
+    user's inside the root), refused when a committed link leads to a secrets file by its name or to a file git
+    ignores (`llms.txt -> .env`: the user's own untracked files are never a link's target)."""
+    target = gated_path(root, path, follow_final=True)
+    if target == Path(os.path.abspath(path)) or not target.is_relative_to(root.resolve()):
+        return target  # not through a link
+    inner = target.relative_to(root.resolve()).as_posix()
+    if is_secret_file(inner, secret_files):
+        raise WriteRefusedError(f"{path}: a link to {inner}, a secrets file by its name; remove the link")
+    if repo_root(root) is not None:
+        refusal = ignored_by_git(root, inner)
+        if refusal is not None:
+            raise WriteRefusedError(
+                f"{path}: a link to {inner}, which git ignores ({refusal}); knowledge writes through a link only to "
+                "a file the repository tracks: remove the link"
+            )
+    return target

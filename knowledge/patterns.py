@@ -1,6 +1,7 @@
 """Patterns users write (`--regex`, `secret_patterns`, path and file-name globs from settings, the CLI, HTTP and MCP),
 compiled by RE2: matching runs in time linear in the text, whatever the pattern, so no pattern can hang an index or
-a server. Our own fixed patterns stay on Python's `re`."""
+a server. The secret detectors, which run over every file a repository holds, are compiled here too (`fixed_regex`):
+a hostile file must not make them backtrack."""
 
 from __future__ import annotations
 
@@ -16,8 +17,9 @@ MAX_PATTERN_CHARS = 200  # every user pattern, regex or glob, wherever it comes 
 
 
 class PatternMatch(Protocol):
-    def start(self, group: int = ...) -> int: ...
-    def end(self, group: int = ...) -> int: ...
+    def start(self, group: int | str = ...) -> int: ...
+    def end(self, group: int | str = ...) -> int: ...
+    def group(self, group: int | str = ...) -> str | None: ...
 
 
 class UserPattern(Protocol):
@@ -80,6 +82,53 @@ def user_regex(pattern: str) -> UserPattern:
             f"{pattern!r} is not a regular expression RE2 runs ({said}; no back-references or look-arounds)"
         ) from None
     return compiled
+
+
+class _Named:
+    """An RE2 match whose groups are also asked by name (RE2's own `start` and `end` take numbers only)."""
+
+    __slots__ = ("_index", "_match")
+
+    def __init__(self, match: PatternMatch, index: dict[str, int]) -> None:
+        self._match, self._index = match, index
+
+    def _number(self, group: int | str) -> int:
+        return self._index[group] if isinstance(group, str) else group
+
+    def start(self, group: int | str = 0) -> int:
+        return self._match.start(self._number(group))
+
+    def end(self, group: int | str = 0) -> int:
+        return self._match.end(self._number(group))
+
+    def group(self, group: int | str = 0) -> str | None:
+        return self._match.group(self._number(group))
+
+
+class _NamedLinear(_Linear):
+    __slots__ = ("_index",)
+
+    def __init__(self, compiled: UserPattern, index: dict[str, int]) -> None:
+        super().__init__(compiled)
+        self._index = index
+
+    def search(self, text: str) -> PatternMatch | None:
+        found = super().search(text)
+        return None if found is None else _Named(found, self._index)
+
+    def fullmatch(self, text: str) -> PatternMatch | None:
+        found = super().fullmatch(text)
+        return None if found is None else _Named(found, self._index)
+
+    def finditer(self, text: str) -> Iterator[PatternMatch]:
+        return (_Named(found, self._index) for found in super().finditer(text))
+
+
+def fixed_regex(pattern: str) -> UserPattern:
+    """One of knowledge's own patterns for RE2 (no length limit; a pattern that does not compile is a bug here);
+    its matches answer groups by name too."""
+    compiled = re2.compile(pattern, _options())
+    return _NamedLinear(compiled, dict(compiled.groupindex))
 
 
 def glob(pattern: str) -> UserPattern:

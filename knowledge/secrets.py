@@ -12,23 +12,26 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-from .patterns import user_regex
+from .patterns import PatternMatch, fixed_regex, user_regex
 from .records import REDACTION_NOTE
 
 PLACEHOLDER = "[redacted: {kind}]"
 
-_PRIVATE_KEY = re.compile(
-    r"-----BEGIN[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----.*?(?:-----END[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----|\Z)",
-    re.DOTALL,
+# Every detector below runs over every file a repository holds, so each is compiled by RE2 (patterns.fixed_regex):
+# time linear in the text, whatever the text (Python's `re` retried the JWT and URL shapes from every word boundary of
+# a hostile file: 80,000 characters took 4 s).
+_PRIVATE_KEY = fixed_regex(
+    r"(?s)-----BEGIN[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----.*?(?:-----END[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----|\z)"
 )
 
 _KEY_MATERIAL = re.compile(r"[A-Za-z0-9+/=]{16,}")
 
-# (kind, hints, pattern): the whole match is the secret. A pattern runs only on texts holding one of its hints (plain
-# substrings), which keeps the pass fast: most files hold none.
+# (kind, hints, pattern): the whole match is the secret, or its group `secret` where it has one. A pattern runs only
+# on texts holding one of its hints (plain substrings, matched in the lower-cased text where `(?i)` says so), which
+# keeps the pass fast: most files hold none.
 _TOKEN_SHAPES: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ("aws-access-key", ("A3T", "AKIA", "ASIA", "ABIA", "ACCA"), r"(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}\b"),
     ("github-token", ("gh", "github_pat_"), r"\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{60,}"),
@@ -47,24 +50,70 @@ _TOKEN_SHAPES: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ("jwt", ("eyJ",), r"\beyJ[A-Za-z0-9_\-]{10,}\.eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}"),
     ("azure-storage-key", ("AccountKey=",), r"AccountKey=[A-Za-z0-9+/=]{80,}"),
 )
-_TOKENS = tuple((kind, hints, re.compile(pattern)) for kind, hints, pattern in _TOKEN_SHAPES)
+_TOKENS = tuple((kind, hints, fixed_regex(pattern)) for kind, hints, pattern in _TOKEN_SHAPES)
 
-# scheme://user:password@host: the password part only.
-_URL_PASSWORD = re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.\-]*://[^\s:/@'\"]+:(?P<secret>[^\s@/'\"]{3,})@[^\s/'\"]")
+# Credentials in the shapes commands, headers and connection strings give them: the group `secret` is redacted
+# unless it is a placeholder (`$PGPASSWORD`, `<token>`, `YOUR_TOKEN`). Hints are lower-case, found in the lower-cased
+# text.
+_CONTEXT_SHAPES: tuple[tuple[str, tuple[str, ...], str], ...] = (
+    # `PGPASSWORD=… psql`, `API_TOKEN=… ./deploy`: an environment assignment before a command
+    (
+        "secret-in-command",
+        ("passw", "pwd", "secret", "token", "key"),
+        r"(?:^|[\s;&|(`])[A-Z][A-Z0-9_]*(?:PASSW(?:OR)?D|PWD|SECRET|TOKEN|API_?KEY|ACCESS_KEY|PRIVATE_KEY|AUTH_KEY)"
+        r"[A-Z0-9_]*=(?P<secret>[^\s'\"`;&|$<>(){}]{3,})[ \t]+[^\s#]",
+    ),
+    # `Authorization: Bearer …` / `Basic …` / `Token …`, in a header, a curl line or a config
+    (
+        "authorization-header",
+        ("authorization",),
+        r"(?i)authorization[\"']?[ \t]*[:=][ \t]*[\"']?(?:bearer|basic|token|digest)[ \t]+"
+        r"(?P<secret>[A-Za-z0-9._~+/\-]{8,}=*)",
+    ),
+    # `Server=db;User Id=app;Password=…;`: a connection string's password, up to its `;`
+    (
+        "connection-string-password",
+        ("passw", "pwd"),
+        r"(?i)(?:^|[;\"'\s])(?:password|pwd)[ \t]*=[ \t]*(?P<secret>[^;\"'\s]{3,})[ \t]*;",
+    ),
+    # docker's config.json: `"auth": "<base64 user:password>"`
+    ("registry-auth", ('"auth"',), r"\"auth\"[ \t]*:[ \t]*\"(?P<secret>[A-Za-z0-9+/]{8,}={0,2})\""),
+    # `mysql -pSECRET`, `mysqldump --password=SECRET`
+    (
+        "password-in-command",
+        ("mysql", "--password="),
+        r"(?:\bmysql(?:dump|admin|import|show|check|slap)?\b[^\n]*?[ \t]-p(?P<secret>[^\s'\"`;&|$<>-][^\s'\"`;&|]{2,})"
+        r"|--password=[\"']?(?P<flag>[^\s'\"`;&|$<>][^\s'\"`;&|]{2,}))",
+    ),
+    # prose: `the password is …`
+    (
+        "password-in-prose",
+        ("password is", "password was", "passwd is"),
+        r"(?i)\bpass(?:word|wd)[ \t]+(?:is|was)[ \t]*:?[ \t]*[\"'`]?(?P<secret>[^\s\"'`,;]{4,}?)[\"'`.,;]?(?:\s|\z)",
+    ),
+)
+_CONTEXTS = tuple((kind, hints, fixed_regex(pattern)) for kind, hints, pattern in _CONTEXT_SHAPES)
+_PLACEHOLDER_VALUE = re.compile(
+    r"(?i)^(?:[$%<{\[*.]|x{3,}|\*+|\.+|-+|(?:your|my|the|some)[_\-.].*|(?:token|secret|password|passwd|"
+    r"changeme|redacted|example|placeholder|dummy|none|null|true|false|\w+_(?:token|key|secret|password))$)"
+)
+
+# scheme://user:password@host: the password part only; a password may hold `@`: the last `@` before the host ends it.
+_URL_PASSWORD = fixed_regex(r"\b[a-zA-Z][a-zA-Z0-9+.\-]*://[^\s:/@'\"]+:(?P<secret>[^\s/'\"]{3,})@[^\s/'\"@]")
 _PLACEHOLDER_WORDS = frozenset({"password", "passwd", "pass", "pwd", "pw", "secret", "foo", "bar", "baz", "user", "x"})
 
-# A secret-named key assigned a literal: `password = "..."`, `API_KEY: ...`, `"client_secret": "..."`. Found from
-# the key words (a plain substring scan of the lower-cased text), then matched at the key's end.
+# A secret-named key assigned a literal: `password = "..."`, `API_KEY: ...`, `"client_secret": "..."`: the key (a run
+# of key characters holding a secret word), its operator, then a quoted literal or a bare value to the line's end
+# (a trailing comment allowed).
 _SECRET_WORDS = (
     "passw", "pwd", "secret", "token", "apikey", "api_key", "api-key", "access_key", "access-key",
     "private_key", "private-key", "privatekey", "auth_key", "credential",
 )  # fmt: skip
-_KEY_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
-_VALUE_AFTER_KEY = re.compile(
-    r"""(?mx)["']?[ \t]*(?::=|=>|=|:)[ \t]*
-    (?:(?P<quote>["'`])(?P<quoted>[^"'`\s]{8,})(?P=quote)
-      |(?P<bare>[^\s"'`,;#()\[\]{}]{12,})(?=[ \t]*(?:\#.*)?$))   # unquoted: a config value, to the line's end
-    """
+_ASSIGNMENT = fixed_regex(
+    r"(?P<key>[A-Za-z0-9_.\-]*(?i:" + "|".join(w.replace("-", r"\-") for w in _SECRET_WORDS) + r")[A-Za-z0-9_.\-]*)"
+    r"[\"']?[ \t]*(?::=|=>|=|:)[ \t]*"
+    r"(?:\"(?P<dq>[^\"'`\s]{8,})\"|'(?P<sq>[^\"'`\s]{8,})'|`(?P<bq>[^\"'`\s]{8,})`"
+    r"|(?P<bare>[^\s\"'`,;#()\[\]{}]{12,})[ \t]*(?:#[^\n]*)?(?:\n|\z))"
 )
 _NOT_A_VALUE = re.compile(
     r"""(?x)^(?:
@@ -99,6 +148,10 @@ class Redacted:
     redactions: tuple[Redaction, ...]
 
 
+_CHARACTER_CLASSES = tuple(re.compile(p) for p in (r"[a-z]", r"[A-Z]", r"[0-9]", r"[^A-Za-z0-9]"))
+_LOWER_WORDS = re.compile(r"[a-z]+(?:[_\-][a-z]+)*")
+
+
 def _entropy(value: str) -> float:
     counts = Counter(value)
     return -sum(n / len(value) * math.log2(n / len(value)) for n in counts.values())
@@ -109,8 +162,8 @@ def _looks_secret(value: str) -> bool:
         return False
     # Words and identifiers (`password_field_name`) are not secrets; a mix of cases, digits and symbols or a random
     # string is. detect-secrets' keyword detector takes any quoted literal; this keeps code readable in the index.
-    classes = sum(bool(re.search(p, value)) for p in (r"[a-z]", r"[A-Z]", r"[0-9]", r"[^A-Za-z0-9]"))
-    return _entropy(value) >= 3.0 and classes >= 2 and not re.fullmatch(r"[a-z]+(?:[_\-][a-z]+)*", value)
+    classes = sum(bool(pattern.search(value)) for pattern in _CHARACTER_CLASSES)
+    return classes >= 2 and not _LOWER_WORDS.fullmatch(value) and _entropy(value) >= 3.0
 
 
 class SecretRedactor:
@@ -123,14 +176,19 @@ class SecretRedactor:
         found: list[tuple[int, int, str]] = []  # (start, end, kind) in text offsets
         if "PRIVATE KEY" in text:
             found.extend((m.start(), m.end(), "private-key") for m in _PRIVATE_KEY.finditer(text))
+        lower = text.lower()
+        for kind, hints, pattern in _CONTEXTS:
+            if any(hint in lower for hint in hints):
+                found.extend(_secret_groups(kind, pattern.finditer(text)))
         for kind, hints, pattern in _TOKENS:
             if any(hint in text for hint in hints):
                 found.extend((m.start(), m.end(), kind) for m in pattern.finditer(text))
         if "://" in text:
             for match in _URL_PASSWORD.finditer(text):
-                if match.group("secret").lower() not in _PLACEHOLDER_WORDS:
+                if (match.group("secret") or "").lower() not in _PLACEHOLDER_WORDS:
                     found.append((match.start("secret"), match.end("secret"), "password-in-url"))
-        found.extend(_assignments(text))
+        if any(word in lower for word in _SECRET_WORDS):
+            found.extend(_assignments(text))
         for extra in self._extra:
             found.extend((m.start(), m.end(), "custom-pattern") for m in extra.finditer(text) if m.end() > m.start())
         if not found:
@@ -138,27 +196,28 @@ class SecretRedactor:
         return _apply(text, found)
 
 
+def _secret_groups(kind: str, matches: Iterable[PatternMatch]) -> Iterator[tuple[int, int, str]]:
+    for match in matches:
+        group = "secret" if match.group("secret") is not None else "flag"
+        value = match.group(group) or ""
+        if kind == "password-in-prose" and value.rstrip(":.!?)").isalpha():
+            continue  # `the password is stored in…`, `password is None`: words, not a password
+        if value and not _PLACEHOLDER_VALUE.match(value) and value.lower() not in _PLACEHOLDER_WORDS:
+            yield match.start(group), match.end(group), kind
+
+
+MAX_VALUE_CHARS = 4096  # a longer "value" is data (minified code, a blob), not a credential someone assigned
+
+
 def _assignments(text: str) -> list[tuple[int, int, str]]:
-    lower = text.lower()
-    key_ends: dict[int, int] = {}  # key end -> key start
-    for word in _SECRET_WORDS:
-        at = lower.find(word)
-        while at != -1:
-            start, end = at, at + len(word)
-            while start > 0 and text[start - 1] in _KEY_CHARS:
-                start -= 1
-            while end < len(text) and text[end] in _KEY_CHARS:
-                end += 1
-            key_ends[end] = start
-            at = lower.find(word, end)
     found = []
-    for end, start in key_ends.items():
-        match = _VALUE_AFTER_KEY.match(text, end)
-        if match is None or _DESCRIBES_A_SECRET.search(text[start:end]):
+    for match in _ASSIGNMENT.finditer(text):
+        key = match.group("key") or ""
+        if _DESCRIBES_A_SECRET.search(key):
             continue
-        group = "quoted" if match.group("quoted") is not None else "bare"
-        value = match.group(group)
-        if group == "bare" and _REFERENCE.fullmatch(value):
+        group = next(name for name in ("dq", "sq", "bq", "bare") if match.group(name) is not None)
+        value = match.group(group) or ""
+        if len(value) > MAX_VALUE_CHARS or (group == "bare" and _REFERENCE.fullmatch(value)):
             continue
         if _looks_secret(value):
             found.append((match.start(group), match.end(group), "secret-assignment"))
@@ -177,6 +236,7 @@ def _apply(text: str, found: list[tuple[int, int, str]]) -> Redacted:
     parts: list[str] = []
     redactions: list[Redaction] = []
     position = 0
+    line = 1
     for start, end, kind in merged:
         parts.append(text[position:start])
         secret = text[start:end]
@@ -187,7 +247,9 @@ def _apply(text: str, found: list[tuple[int, int, str]]) -> Redacted:
         else:
             # Keep every newline of a multi-line secret so that line numbers stay those of the file.
             parts.append(PLACEHOLDER.format(kind=kind) + "\n" * secret.count("\n"))
-        redactions.append(Redaction(text.count("\n", 0, start) + 1, kind))
+        line += text.count("\n", position, start)  # counted from the previous redaction: linear in the text
+        redactions.append(Redaction(line, kind))
+        line += secret.count("\n")
         position = end
     parts.append(text[position:])
     return Redacted("".join(parts), tuple(redactions))

@@ -204,3 +204,49 @@ def test_secrets_in_test_fixtures_are_said_by_status_not_by_every_run(repo):
     assert "4 secret(s) redacted in 3 file(s)" in indexed.stderr  # the fixture's is not one of them
     brief = runner.invoke(cli, ["-C", str(repo), "status"], obj=obj).stdout
     assert "secrets:    5 redacted in 4 file(s)" in brief
+
+
+@pytest.mark.parametrize(
+    ("line", "secret"),
+    [
+        ("PGPASSWORD=s3cr3tPass psql -h db -U app", "s3cr3tPass"),
+        ("curl -H 'Authorization: Bearer abcDEF123456ghiJKL' https://api", "abcDEF123456ghiJKL"),
+        ("Authorization: Basic dXNlcjpwYXNzd29yZA==", "dXNlcjpwYXNzd29yZA=="),
+        ("Server=db;Database=app;User Id=sa;Password=Sup3rS3cret!;", "Sup3rS3cret!"),
+        ("git clone https://user:p@ss@host/repo.git", "p@ss"),
+        ('{"auths": {"ghcr.io": {"auth": "dXNlcjpwYXNzd29yZA=="}}}', "dXNlcjpwYXNzd29yZA=="),
+        ("mysql -u root -pSECRETpw1 billing", "SECRETpw1"),
+        ("The password is hunter2!", "hunter2"),
+    ],
+)
+def test_the_shapes_commands_headers_and_prose_give_a_password_are_redacted(line, secret):
+    """Seven shapes that passed unredacted on 569400d (and a password holding `@`)."""
+    redacted = SecretRedactor().redact(line + "\n")
+    assert secret not in redacted.text
+    assert redacted.redactions
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "Authorization: Bearer <token>",
+        "Authorization: Bearer $TOKEN",
+        "Authorization: Bearer YOUR_TOKEN",
+        "PGPASSWORD=$PGPASSWORD psql",
+        "the password is stored in the vault",
+        "if password is None:",
+        "mysql -p billing",
+        "Password=;",
+    ],
+)
+def test_placeholders_in_those_shapes_are_left_alone(line):
+    assert SecretRedactor().redact(line + "\n").redactions == ()
+
+
+def test_hostile_runs_are_scanned_once_and_lines_still_counted():
+    """The runs that made the JWT, URL-password and assignment detectors retry from every word boundary (quadratic
+    on 569400d; bench/secret_detectors.py times them): the same redactions and line numbers as a short text."""
+    for unit in ("eyJ-", "token:", "https://a:"):
+        assert SecretRedactor().redact(unit * 50_000).redactions == ()
+    text = "x\n" + "password = 'aB3$xY9!zQ'\n" * 3
+    assert [r.line for r in SecretRedactor().redact(text).redactions] == [2, 3, 4]

@@ -70,6 +70,35 @@ def test_llms_txt_writes_through_a_link_to_a_file_of_the_repository(git_repo):
     assert "docs/a.md" in (git_repo / "generated/llms.txt").read_text()
 
 
+@pytest.mark.parametrize(("link", "target"), [("llms.txt", ".env"), ("llms.txt", "notes/private.md")])
+def test_llms_txt_never_writes_through_a_link_into_the_users_ignored_or_secret_files(git_repo, link, target):
+    """569400d: a committed `llms.txt -> .env` made `llms-txt` overwrite the user's .env."""
+    commit(git_repo, {**DOCS, ".gitignore": ".env\nnotes/\n"})
+    write_target = git_repo / target
+    write_target.parent.mkdir(parents=True, exist_ok=True)
+    write_target.write_text("API_TOKEN=mine\n")
+    os.symlink(target, git_repo / link)
+    commit(git_repo, {}, "a committed link")
+    code, out = run_cli(git_repo, "llms-txt")
+    assert code == 1, out
+    assert f"a link to {target}" in out, out
+    assert len(out.strip().splitlines()) == 1, out
+    assert write_target.read_text() == "API_TOKEN=mine\n"
+
+
+def test_agents_install_never_appends_to_the_users_ignored_files_through_a_link(git_repo, tmp_path, monkeypatch):
+    """569400d: a committed `CLAUDE.md -> .env.local` got the instructions appended to the user's .env.local."""
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    commit(git_repo, {**DOCS, ".gitignore": ".env.local\n"})
+    (git_repo / ".env.local").write_text("DB_PASSWORD=mine\n")
+    os.symlink(".env.local", git_repo / "CLAUDE.md")
+    commit(git_repo, {}, "a committed link")
+    code, out = run_cli(git_repo, "agents", "install", "--client", "claude")
+    assert code == 1, out
+    assert "CLAUDE.md: a link to .env.local" in out, out
+    assert (git_repo / ".env.local").read_text() == "DB_PASSWORD=mine\n"
+
+
 def test_agents_install_writes_nothing_outside_the_repository(git_repo, victim, tmp_path, monkeypatch):
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     commit(git_repo, DOCS)

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import ModelUnavailableError
 from .models import DEFAULT_MODEL, MODELS, ModelSpec, resolve_model_name
+from .window import window
 
 # Local-first: onnxruntime 1.32 writes a device id and a telemetry database under ~/.cache/Microsoft/ when it is
 # imported, unless this is set first (disable_telemetry_events() comes too late for that). Every import of it is
@@ -128,8 +129,12 @@ class BuiltModel:
             return
         self._count("")  # loads the tokenizer
         encode = getattr(self._tokenizer, "encode_batch_fast", None) or self._tokenizer.encode_batch
-        for text, encoding in zip(fresh, encode(fresh, add_special_tokens=False), strict=True):
-            self._counts[text] = len(encoding.ids)
+        windows = [window(text, self.max_tokens) for text in fresh]
+        for text, cut, encoding in zip(fresh, windows, encode(windows, add_special_tokens=False), strict=True):
+            count = len(encoding.ids)
+            if cut is not text and count < self.max_tokens:  # giant words in the window: count them all
+                count = len(self._tokenizer.encode(text, add_special_tokens=False).ids)
+            self._counts[text] = count
         if len(self._counts) > 200_000:
             self._counts.clear()
 
@@ -151,7 +156,11 @@ class BuiltModel:
 
             tokenizer_json = (self.installed.path / "tokenizer.json").read_text(encoding="utf-8")
             self._tokenizer = load_tokenizer(tokenizer_json, self.max_tokens, self.spec.pad_id)
-        return len(self._tokenizer.encode(text, add_special_tokens=False).ids)
+        cut = window(text, self.max_tokens)
+        count = len(self._tokenizer.encode(cut, add_special_tokens=False).ids)
+        if cut is not text and count < self.max_tokens:
+            count = len(self._tokenizer.encode(text, add_special_tokens=False).ids)
+        return count
 
     def load(self) -> Embedder:
         from .install import open_embedder

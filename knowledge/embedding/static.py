@@ -21,6 +21,7 @@ import numpy.typing as npt
 from ..errors import ModelVerificationError
 from ..fs import write_file
 from .shipped import INFO, SHIPPED, STATIC_VERSION, TABLE, TOKENIZER, fingerprint_of
+from .window import window
 
 __all__ = ["INFO", "SHIPPED", "TABLE", "TOKENIZER", "StaticEmbedder", "load_static", "save_table", "shipped_static"]
 
@@ -57,8 +58,12 @@ class StaticEmbedder:
         out = np.zeros((len(texts), self.dims), dtype=np.float32)
         if not texts:
             return out
-        encodings = self._tokenizer.encode_batch(list(texts), add_special_tokens=False)
-        ids = [encoding.ids[:MAX_STATIC_TOKENS] for encoding in encodings]
+        encode = getattr(self._tokenizer, "encode_batch_fast", None) or self._tokenizer.encode_batch
+        windows = [window(text, MAX_STATIC_TOKENS) for text in texts]
+        ids = [encoding.ids[:MAX_STATIC_TOKENS] for encoding in encode(windows, add_special_tokens=False)]
+        for at, (text, cut) in enumerate(zip(texts, windows, strict=True)):
+            if cut is not text and len(ids[at]) < MAX_STATIC_TOKENS:  # giant words in the window: read them all
+                ids[at] = self._tokenizer.encode(text, add_special_tokens=False).ids[:MAX_STATIC_TOKENS]
         start = 0
         while start < len(ids):  # texts in groups of about GATHER_TOKENS tokens: the gathered rows stay small
             end, size = start, 0
