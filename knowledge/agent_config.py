@@ -184,7 +184,7 @@ def plan(
                 continue
             seen.add(path)
             before = _read(path)
-            changes.append(Change(path, before, _instructions(before, remove), root))
+            changes.append(Change(path, before, _instructions(before, remove, path), root))
     return [change for change in changes if change.changed]
 
 
@@ -221,14 +221,24 @@ def server_command(on_path: str | None, interpreter: str, in_virtualenv: bool = 
 
 
 # ---- Markdown instructions between markers ----------------------------------------------------------------------
-def _instructions(text: str | None, remove: bool) -> str | None:
-    if text is not None and BEGIN in text and END in text:
-        start, end = text.index(BEGIN), text.index(END) + len(END)
-        end += 1 if text[end : end + 1] == "\n" else 0
+def _instructions(text: str | None, remove: bool, path: Path | None = None) -> str | None:
+    """`text` with our section put in (or taken out). The section is what lies between a line that is exactly the
+    begin marker and the next line that is exactly the end marker; markers named inside prose are prose. A begin
+    without its end (or an end before any begin) is refused: editing around it would copy or lose the user's text."""
+    lines = (text or "").splitlines(keepends=True)
+    begins = [i for i, line in enumerate(lines) if line.strip() == BEGIN]
+    ends = [i for i, line in enumerate(lines) if line.strip() == END]
+    if begins or ends:
+        if len(begins) != 1 or len(ends) != 1 or ends[0] < begins[0]:
+            raise KnowledgeError(
+                f"{path or 'the instructions file'}: its {BEGIN} / {END} lines are not one pair in that order "
+                f"({len(begins)} begin, {len(ends)} end); fix them by hand (knowledge edits only between one pair)"
+            )
+        before, after = "".join(lines[: begins[0]]), "".join(lines[ends[0] + 1 :])
         if remove:
-            rest = (text[:start] + text[end:]).rstrip("\n")
+            rest = (before + after).rstrip("\n")
             return rest + "\n" if rest else None
-        return text[:start] + INSTRUCTIONS + text[end:]
+        return before + INSTRUCTIONS + after
     if remove:
         return text
     if not text:

@@ -301,7 +301,28 @@ def load_settings(
             + " would send this repository's text to that database (and index), and a file in the repository cannot "
             "decide that alone: run `knowledge teams trust` once in this clone to allow it, or set KNOWLEDGE_STORE"
         )
+    lowered = lowered_protections(settings, sources)
+    if lowered and _trusted_entry(root).get("protections") != lowered:
+        raise ConfigError(
+            f"{root / CONFIG_FILE}: {lowered} would serve secrets that knowledge keeps out by default, and a file in "
+            "the repository cannot decide that alone: run `knowledge teams trust` once in this clone to allow it, "
+            "or remove the setting"
+        )
     return settings, sources
+
+
+def lowered_protections(settings: Settings, sources: Mapping[str, str]) -> str:
+    """What the repository's knowledge.toml turns off of the secret protections (redaction, the secret file names),
+    in words; empty when nothing. The user's own environment and options are theirs to set; a tracked file needs
+    the user's consent (`teams trust`), as a store does."""
+    lowered = []
+    if sources.get("redact_secrets") == CONFIG_FILE and not settings.redact_secrets:
+        lowered.append("redact_secrets = false")
+    if sources.get("secret_files") == CONFIG_FILE:
+        dropped = [name for name in DEFAULT_SECRET_FILES if name not in settings.secret_files]
+        if dropped:
+            lowered.append(f"secret_files without {', '.join(dropped)}")
+    return "; ".join(lowered)
 
 
 def _store_choice(settings: Settings) -> str:
@@ -325,26 +346,54 @@ def _trust_file() -> Path:
     return user_config_dir() / TRUSTED_STORES_FILE
 
 
-def _trusted() -> dict[str, str]:
+def _trusted() -> dict[str, dict[str, str]]:
+    """{repository root: {"store": the store choice allowed, "protections": the lowered protections allowed}}; an
+    entry of the first form, a bare store choice, still reads."""
     try:
         data = json.loads(_trust_file().read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
-    return {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else {}
+    if not isinstance(data, dict):
+        return {}
+    entries: dict[str, dict[str, str]] = {}
+    for root, entry in data.items():
+        if isinstance(entry, str):
+            entries[str(root)] = {"store": entry}
+        elif isinstance(entry, dict):
+            entries[str(root)] = {str(k): str(v) for k, v in entry.items() if isinstance(v, str)}
+    return entries
+
+
+def _trusted_entry(root: Path) -> dict[str, str]:
+    return _trusted().get(str(root.resolve()), {})
 
 
 def trusted_store(root: Path) -> str | None:
     """The store URL this user allowed the repository at `root` to choose in its knowledge.toml, if any."""
-    return _trusted().get(str(root.resolve()))
+    return _trusted_entry(root).get("store")
 
 
 def trust_store(root: Path) -> str:
-    """Allow the store URL that `root`'s knowledge.toml names (user-level, this clone only); returns it."""
+    """Allow what `root`'s knowledge.toml decides that a tracked file alone may not: the shared store it names and
+    the secret protections it lowers (user-level, this clone only, until the file says something else); returns
+    what was allowed, in words."""
     written = _read_file(root)
-    value = written.get("store", "local")
-    if value == "local":
-        raise ConfigError(f"{root / CONFIG_FILE}: names no shared store, nothing to trust")
+    settings = replace(Settings(), **written)
+    entry: dict[str, str] = {}
+    allowed = []
+    if written.get("store", "local") != "local":
+        entry["store"] = _store_choice(settings)
+        allowed.append(f"indexes into {redact_url(settings.store)}")
+    lowered = lowered_protections(settings, dict.fromkeys(written, CONFIG_FILE))
+    if lowered:
+        entry["protections"] = lowered
+        allowed.append(f"may set {lowered}")
+    if not entry:
+        raise ConfigError(
+            f"{root / CONFIG_FILE}: names no shared store and lowers no protection: nothing to trust "
+            "(a store chosen by KNOWLEDGE_STORE needs no trust)"
+        )
     trusted = _trusted()
-    trusted[str(root.resolve())] = _store_choice(replace(Settings(), **written))
+    trusted[str(root.resolve())] = entry
     atomic_write(_trust_file(), json.dumps(trusted, indent=2, sort_keys=True) + "\n")
-    return str(value)
+    return "; ".join(allowed)

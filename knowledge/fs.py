@@ -54,9 +54,11 @@ def private_dir(path: Path) -> None:
     for folder in (path, *path.parents):
         if folder.name == INDEX_DIR_NAME:
             ignore = folder / ".gitignore"
-            if not ignore.exists():
+            if not os.path.lexists(ignore):
                 with contextlib.suppress(OSError):
-                    ignore.write_text("*\n", encoding="utf-8")
+                    fd = os.open(ignore, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+                    with os.fdopen(fd, "w", encoding="utf-8") as out:
+                        out.write("*\n")
             break
 
 

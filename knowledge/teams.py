@@ -27,7 +27,10 @@ def setup(settings: Settings, dims: int, roles: tuple[str, ...]) -> list[str]:
         done.append(f"vector index for {dims}-dimension models ready")
         for role in roles:
             allow_member_role(conn, role)
-            done.append(f"{role}: may index and search the repositories granted to it (and those with no grant)")
+            done.append(
+                f"{role}: may index and search the repositories granted to it "
+                "(a repository with no grant is the owner's alone)"
+            )
     return done
 
 

@@ -15,9 +15,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from knowledge import agent_config
 from knowledge.agent_config import CLIENTS, INSTRUCTIONS
 from knowledge.cli import cli
 from knowledge.config_edit import _Scanner
+from knowledge.errors import KnowledgeError
 
 from .conftest import commit, model_home
 
@@ -250,3 +252,39 @@ def test_an_http_entry_names_the_token_variable_and_reaches_the_server_with_it(g
     initialized, tools = asyncio.run(_initialize_and_list_over_http(endpoint, headers))
     assert initialized.server_info.name == "knowledge"
     assert {"search", "get_source", "docs_for"} <= {tool.name for tool in tools.tools}
+
+
+def test_markers_out_of_order_are_refused_and_the_users_text_kept(tmp_path):
+    """569400d: `knowledge:end` before `knowledge:begin` duplicated the user's text on every run."""
+    root = tmp_path / "repo"
+    root.mkdir()
+    text = f"# Agents\n{agent_config.END}\nMy own rules.\n{agent_config.BEGIN}\nMore.\n"
+    (root / "AGENTS.md").write_text(text)
+    with pytest.raises(KnowledgeError, match=r"AGENTS\.md: its .* lines are not one pair in that order"):
+        agent_config.plan(root, tmp_path / "home", ["claude"], "project", ["knowledge", "mcp"])
+    assert (root / "AGENTS.md").read_text() == text
+
+
+def test_markers_named_in_prose_are_prose(tmp_path):
+    """569400d: both markers named inside a line of prose split the line, and uninstall lost the sentence."""
+    root = tmp_path / "repo"
+    root.mkdir()
+    sentence = f"We write {agent_config.BEGIN} and {agent_config.END} around generated text.\n"
+    (root / "AGENTS.md").write_text("# Agents\n" + sentence)
+    home = tmp_path / "home"
+    agent_config.apply(
+        agent_config.plan(root, home, ["claude"], "project", ["knowledge", "mcp"], documents=("AGENTS.md",))
+    )
+    installed = (root / "AGENTS.md").read_text()
+    assert installed.startswith("# Agents\n" + sentence)
+    assert installed.count("## Searching this repository") == 1
+    agent_config.apply(
+        agent_config.plan(root, home, ["claude"], "project", ["knowledge", "mcp"], documents=("AGENTS.md",))
+    )
+    assert (root / "AGENTS.md").read_text() == installed  # a second install changes nothing
+    agent_config.apply(
+        agent_config.plan(
+            root, home, ["claude"], "project", ["knowledge", "mcp"], remove=True, documents=("AGENTS.md",)
+        )
+    )
+    assert (root / "AGENTS.md").read_text() == "# Agents\n" + sentence

@@ -153,3 +153,34 @@ def test_symlink_loops_and_broken_links_are_named_not_fatal(git_repo):
     }
     with pytest.raises(PathOutsideRepositoryError, match="symlink loop"):
         open_kb(git_repo).source("docs/loop-a.md")
+
+
+def test_outside_git_an_index_file_linked_to_another_projects_index_is_refused(tmp_path):
+    """569400d: outside git, `.knowledge/docs.sqlite` linked to another project's index was read and served by
+    `search` and `status` (writes through it were refused)."""
+    from click.testing import CliRunner
+
+    from knowledge.cli import cli
+
+    other, mine = tmp_path / "other", tmp_path / "mine"
+    for root, text in ((other, "The other project's private plans."), (mine, "My notes.")):
+        (root / "docs").mkdir(parents=True)
+        (root / "docs" / "a.md").write_text(f"---\ndescription: notes\n---\n# Notes\n\n{text}\n")
+        open_kb(root).reindex_all()
+    (mine / ".knowledge" / "docs.sqlite").unlink()
+    (mine / ".knowledge" / "docs.sqlite").symlink_to(other / ".knowledge" / "docs.sqlite")
+    obj = {"embedder_factory": lambda s: HashingEmbedder()}
+    for args in (["search", "private plans"], ["status"]):
+        result = CliRunner().invoke(cli, ["-C", str(mine), *args], obj=obj)
+        assert result.exit_code == 1, result.output
+        assert "docs.sqlite: is a symlink" in result.output
+        assert "private plans" not in result.output
+        assert len(result.output.strip().splitlines()) == 1, result.output
+
+
+def test_the_index_folders_gitignore_is_private(git_repo):
+    import stat
+
+    commit(git_repo, {"docs/a.md": "---\ndescription: a\n---\n# A\n\nText.\n"})
+    open_kb(git_repo).reindex_all()
+    assert stat.S_IMODE((git_repo / ".knowledge" / ".gitignore").stat().st_mode) == 0o600

@@ -154,8 +154,8 @@ def test_nothing_secret_reaches_the_index_search_show_or_http(repo):
         assert secret not in served
 
 
-def test_redaction_can_be_turned_off(repo):
-    (repo / "knowledge.toml").write_text("redact_secrets = false\n")
+def test_redaction_can_be_turned_off_by_the_user(repo, monkeypatch):
+    monkeypatch.setenv("KNOWLEDGE_REDACT_SECRETS", "false")
     kb = open_kb(repo)
     kb.reindex_all()
     stored = b"".join(p.read_bytes() for p in (repo / ".knowledge").rglob("*") if p.is_file())
@@ -250,3 +250,37 @@ def test_hostile_runs_are_scanned_once_and_lines_still_counted():
         assert SecretRedactor().redact(unit * 50_000).redactions == ()
     text = "x\n" + "password = 'aB3$xY9!zQ'\n" * 3
     assert [r.line for r in SecretRedactor().redact(text).redactions] == [2, 3, 4]
+
+
+@pytest.mark.parametrize(
+    "setting", ["redact_secrets = false\n", "secret_files = []\n", 'secret_files = [".env"]\nredact_secrets = false\n']
+)
+def test_a_tracked_setting_that_lowers_protection_needs_the_users_consent(repo, setting):
+    """569400d: a tracked knowledge.toml with `secret_files = []` and `redact_secrets = false` made `show`, HTTP and
+    MCP serve the user's untracked .env.local and unredacted tokens."""
+    commit(repo, {"knowledge.toml": setting})
+    (repo / ".env.local").write_text(f"AWS={AWS_KEY}\n")
+    runner = CliRunner()
+    obj = {"embedder_factory": lambda s: HashingEmbedder()}
+    for args in (["show", ".env.local"], ["show", "config/billing.ini"], ["reindex-all"]):
+        shown = runner.invoke(cli, ["-C", str(repo), *args], obj=obj)
+        assert shown.exit_code == 1, shown.output
+        assert "knowledge.toml" in shown.output
+        assert "knowledge teams trust" in shown.output
+        assert AWS_KEY not in shown.output
+        assert len(shown.output.strip().splitlines()) == 1, shown.output
+    trusted = runner.invoke(cli, ["-C", str(repo), "teams", "trust"], obj=obj)
+    assert trusted.exit_code == 0, trusted.output
+    assert "may set" in trusted.output
+    assert runner.invoke(cli, ["-C", str(repo), "show", "config/billing.ini"], obj=obj).exit_code == 0
+    # the file changes again (a pull): consent again
+    (repo / "knowledge.toml").write_text("secret_files = []\nredact_secrets = false\n")
+    if setting != (repo / "knowledge.toml").read_text():
+        assert runner.invoke(cli, ["-C", str(repo), "show", "config/billing.ini"], obj=obj).exit_code == 1
+
+
+def test_trust_with_nothing_to_trust_says_so_in_one_line(repo):
+    commit(repo, {"knowledge.toml": "k = 5\n"})
+    trusted = CliRunner().invoke(cli, ["-C", str(repo), "teams", "trust"])
+    assert trusted.exit_code == 1
+    assert "nothing to trust" in trusted.output

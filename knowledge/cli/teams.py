@@ -50,13 +50,21 @@ def teams_revoke(ctx: click.Context, role: str, repository: str) -> None:
 @click.option("--repository", default="", help="The repository's identity (default: this one's root commit).")
 @click.pass_context
 def teams_grants(ctx: click.Context, repository: str) -> None:
-    """The roles this repository is granted to (none: every role with table rights reads it)."""
+    """The roles this repository is granted to (none: only the owner reads it)."""
     name, roles = admin.team_grants(repository_root(ctx), overrides(ctx), repository)
-    click.echo(f"{name}: " + (", ".join(roles) if roles else "no grants (readable by every member role)"))
+    click.echo(
+        f"{name}: "
+        + (
+            ", ".join(roles)
+            if roles
+            else "no grants: no member role reads it until the owner runs `knowledge teams grant ROLE`"
+        )
+    )
 
 
 @teams_group.command("trust")
 @click.pass_context
 def teams_trust(ctx: click.Context) -> None:
-    """Allow this clone's knowledge.toml to send its index to the store it names (kept in your user config)."""
-    click.echo(f"trusted: this clone indexes into {admin.team_trust(repository_root(ctx))}")
+    """Allow this clone's knowledge.toml what a tracked file cannot decide alone: the store it names, and secret
+    protections it turns off (kept in your user config, until the file changes them)."""
+    click.echo(f"trusted: this clone {admin.team_trust(repository_root(ctx))}")

@@ -5,6 +5,7 @@ PostgreSQL database (`store = "postgresql://…"`) where one index per repositor
 from __future__ import annotations
 
 import json
+import os
 import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
@@ -78,12 +79,26 @@ def check_index_folder(root: Path) -> None:
     try:
         tracked = [name for name in git.run_git(root, "ls-files", "-z", "--", INDEX_DIR).split("\0") if name]
     except (git.GitError, OSError):
-        return  # outside git: nothing can be committed there
+        tracked = []  # outside git: nothing can be committed there
     if tracked:
         raise WriteRefusedError(
             f"{folder}: holds files tracked by git ({tracked[0]}); an index is never committed: run "
             f"`git rm -r --cached {INDEX_DIR}` and commit, then `knowledge reindex-all`"
         )
+    _refuse_linked_files(folder)
+
+
+def _refuse_linked_files(folder: Path) -> None:
+    """Every index file is read and written in place: one that is a link (planted outside git, where nothing can be
+    committed, to serve another project's index) is refused as a linked `.knowledge` is."""
+    for entry in os.scandir(folder):
+        if entry.is_symlink():
+            raise WriteRefusedError(
+                f"{folder / entry.name}: is a symlink (to {os.readlink(entry.path)}); knowledge reads its index only "
+                f"from real files: remove it (`rm {folder / entry.name}`) and run `knowledge reindex-all`"
+            )
+        if entry.is_dir(follow_symlinks=False):
+            _refuse_linked_files(Path(entry.path))
 
 
 class LocalEngine:

@@ -10,7 +10,7 @@ if TYPE_CHECKING:
 
 
 def grant(conn: Connection, repository: str, role: str) -> None:
-    """Limit `repository` to members of `role` (a repository without grants is readable by every role). Owner only."""
+    """Limit `repository` to members of `role` (a repository without grants is the owner's alone). Owner only."""
     conn.execute(
         "INSERT INTO knowledge_grants (repository, grantee) VALUES (%s, %s) ON CONFLICT DO NOTHING", (repository, role)
     )
