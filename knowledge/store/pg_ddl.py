@@ -117,3 +117,12 @@ ALTER TABLE knowledge_chunks ADD COLUMN IF NOT EXISTS static vector;
 ALTER TABLE knowledge_indexes ADD COLUMN IF NOT EXISTS static_count bigint NOT NULL DEFAULT 0,
     ADD COLUMN IF NOT EXISTS static_waiting bigint NOT NULL DEFAULT 0;
 """
+# Version 7: locks and ids another team cannot name or squat. Each index has a random lock key, readable only by the
+# roles that see its row: its builder's session lock and its writers' transaction lock are taken on it (the bare index
+# id, and a hash of the repository and branch, were keys any role could take first and hold). Ids and chunk keys are
+# generated only: member roles insert and update every column but those (column privileges, made by pg_schema).
+SCHEMA_V7 = """
+ALTER TABLE knowledge_indexes ADD COLUMN IF NOT EXISTS lock_key bigint NOT NULL
+    DEFAULT (floor(random() * 9223372036854775807))::bigint;
+"""
+GENERATED_COLUMNS = {"knowledge_indexes": ("id", "lock_key"), "knowledge_chunks": ("key",)}

@@ -16,6 +16,7 @@ from ..errors import KnowledgeError
 from .pg_ddl import (
     ACCESS_POLICY,
     BOUND_TABLES,
+    GENERATED_COLUMNS,
     INDEX_POLICY,
     SCHEMA_V1,
     SCHEMA_V2,
@@ -23,10 +24,11 @@ from .pg_ddl import (
     SCHEMA_V4,
     SCHEMA_V5,
     SCHEMA_V6,
+    SCHEMA_V7,
 )
 
-SCHEMA_VERSION = 6
-BUILDING_LOCK = 7411  # (this, index id): held by the process building a not-yet-live index
+SCHEMA_VERSION = 7
+LOCK_WAIT_SECONDS = 120  # the longest a writer waits for another writer of its index before it says who holds it
 _MIGRATION_LOCK = 0x4B4E4F57  # advisory lock key held while the schema is created or migrated
 MIGRATION_WAIT_SECONDS = 30.0
 
@@ -173,6 +175,8 @@ def migrate(conn: Connection, wait_seconds: float | None = None) -> int:
                 conn.execute(f"CREATE POLICY knowledge_by_index ON {table} USING ({INDEX_POLICY.format(table=table)})")
         if version < 6:
             conn.execute(SCHEMA_V6)
+        if version < 7:
+            conn.execute(SCHEMA_V7)
         for role in _member_roles(conn):  # a table made by a migration is theirs too, as `teams setup` gave them
             _grant_member_tables(conn, role)
         conn.execute("INSERT INTO knowledge_schema (version) VALUES (%s)", (SCHEMA_VERSION,))
@@ -188,7 +192,7 @@ def _member_roles(conn: Connection) -> list[str]:
     """The roles `allow_member_role` gave a team member's rights to (they may write chunks; the owner aside)."""
     rows = conn.execute(
         "SELECT DISTINCT r.rolname FROM pg_class c, aclexplode(c.relacl) AS a JOIN pg_roles r ON r.oid = a.grantee "
-        "WHERE c.oid = 'knowledge_chunks'::regclass AND a.privilege_type = 'INSERT' AND a.grantee <> c.relowner "
+        "WHERE c.oid = 'knowledge_chunks'::regclass AND a.privilege_type = 'DELETE' AND a.grantee <> c.relowner "
         "ORDER BY 1"
     ).fetchall()
     return [str(row[0]) for row in rows]
@@ -205,13 +209,68 @@ def _grant_member_tables(conn: Connection, role: str) -> None:
 
     name = sql.Identifier(role)
     for table in MEMBER_TABLES:
-        conn.execute(sql.SQL("GRANT SELECT, INSERT, UPDATE, DELETE ON {} TO {}").format(sql.Identifier(table), name))
+        generated = GENERATED_COLUMNS.get(table)
+        if generated is None:
+            conn.execute(
+                sql.SQL("GRANT SELECT, INSERT, UPDATE, DELETE ON {} TO {}").format(sql.Identifier(table), name)
+            )
+            continue
+        # ids and keys are the sequence's alone: a role that chose them could squat another team's next ids
+        columns = sql.SQL(", ").join(
+            sql.Identifier(column) for column in _columns(conn, table) if column not in generated
+        )
+        conn.execute(sql.SQL("REVOKE INSERT, UPDATE ON {} FROM {}").format(sql.Identifier(table), name))
+        conn.execute(sql.SQL("GRANT SELECT, DELETE ON {} TO {}").format(sql.Identifier(table), name))
+        conn.execute(
+            sql.SQL("GRANT INSERT ({c}), UPDATE ({c}) ON {t} TO {r}").format(c=columns, t=sql.Identifier(table), r=name)
+        )
     for table in READ_ONLY_TABLES:
         conn.execute(sql.SQL("REVOKE ALL ON {} FROM {}").format(sql.Identifier(table), name))
         conn.execute(sql.SQL("GRANT SELECT ON {} TO {}").format(sql.Identifier(table), name))
     conn.execute(
         sql.SQL("GRANT USAGE ON SEQUENCE knowledge_indexes_id_seq, knowledge_chunks_key_seq TO {}").format(name)
     )
+
+
+def _columns(conn: Connection, table: str) -> list[str]:
+    rows = conn.execute(
+        "SELECT attname FROM pg_attribute WHERE attrelid = %s::regclass AND attnum > 0 AND NOT attisdropped "
+        "ORDER BY attnum",
+        (table,),
+    ).fetchall()
+    return [str(row[0]) for row in rows]
+
+
+def take_lock(conn: Connection, key: int, what: str, wait_seconds: float = LOCK_WAIT_SECONDS) -> None:
+    """This transaction's advisory lock on `key`, waited for at most `wait_seconds`; then one line naming the session
+    that holds it (never a wait without end: a stalled teammate must not stall this command for ever)."""
+    import psycopg
+
+    conn.execute("SELECT set_config('lock_timeout', %s, true)", (f"{int(wait_seconds * 1000)}ms",))
+    try:
+        with conn.transaction():  # a savepoint: the timeout leaves the outer transaction usable for the message
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (key,))
+    except psycopg.errors.LockNotAvailable:
+        raise StoreUnavailableError(
+            f"{what}: another writer ({holder_of(conn, key)}) has held its lock for over {wait_seconds:.0f}s; "
+            "try again when it finishes"
+        ) from None
+    finally:
+        conn.execute("SELECT set_config('lock_timeout', '0', true)")
+
+
+def holder_of(conn: Connection, key: int) -> str:
+    """Who holds the advisory lock on `key`, in words, as far as this role may see."""
+    high, low = (key >> 32) & 0xFFFFFFFF, key & 0xFFFFFFFF
+    row = conn.execute(
+        "SELECT l.pid, a.usename, a.application_name FROM pg_locks l LEFT JOIN pg_stat_activity a ON a.pid = l.pid "
+        "WHERE l.locktype = 'advisory' AND l.granted AND l.classid::bigint = %s AND l.objid::bigint = %s "
+        "AND l.objsubid = 1 LIMIT 1",
+        (high, low),
+    ).fetchone()
+    if row is None:
+        return "a session that has since let go"
+    return f"process {row[0]}" + (f" of {row[1]}" if row[1] else "") + (f", {row[2]}" if row[2] else "")
 
 
 def _hnsw_sql(dims: int) -> str:
@@ -287,15 +346,24 @@ def live_manifest(conn: Connection, target: IndexTarget) -> dict[str, object] | 
     return dict(row[0]) if row and isinstance(row[0], dict) else None
 
 
+def building_pair(key: int) -> tuple[int, int]:
+    """The two-int form of an index's lock key: its builder's session lock (a key space apart from its writers'
+    one-bigint transaction locks, so the builder's own writes and a fill never wait on the build)."""
+    high, low = (key >> 32) & 0xFFFFFFFF, key & 0xFFFFFFFF
+    return (high - (1 << 32) if high >= 1 << 31 else high), (low - (1 << 32) if low >= 1 << 31 else low)
+
+
 def remove_abandoned(conn: Connection) -> int:
-    """Delete indexes whose builder died before publishing (its advisory lock is gone); returns how many."""
+    """Delete indexes whose builder died before publishing (its session lock on the index's key is gone); returns
+    how many."""
     removed = 0
-    for (index_id,) in conn.execute("SELECT id FROM knowledge_indexes WHERE NOT live").fetchall():
-        if conn.execute("SELECT pg_try_advisory_lock(%s, %s)", (BUILDING_LOCK, int(index_id))).fetchone()[0]:
+    for index_id, key in conn.execute("SELECT id, lock_key FROM knowledge_indexes WHERE NOT live").fetchall():
+        pair = building_pair(int(key))
+        if conn.execute("SELECT pg_try_advisory_lock(%s::int, %s::int)", pair).fetchone()[0]:
             try:
                 removed += conn.execute(
                     "DELETE FROM knowledge_indexes WHERE id = %s AND NOT live", (index_id,)
                 ).rowcount
             finally:
-                conn.execute("SELECT pg_advisory_unlock(%s, %s)", (BUILDING_LOCK, int(index_id)))
+                conn.execute("SELECT pg_advisory_unlock(%s::int, %s::int)", pair)
     return removed

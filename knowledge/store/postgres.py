@@ -38,7 +38,15 @@ from . import (
 )
 from .pg_lexemes import add_terms, forget_terms, stems, symbol_key, tsvector_text
 from .pg_queries import bm25, nearest, nearest_static, vector_array
-from .pg_schema import BUILDING_LOCK, Connection, IndexTarget, ensure_vector_index, require_grant
+from .pg_schema import (
+    Connection,
+    IndexTarget,
+    StoreUnavailableError,
+    building_pair,
+    ensure_vector_index,
+    require_grant,
+    take_lock,
+)
 from .pg_vectors import remember, take_cached
 
 if TYPE_CHECKING:
@@ -46,13 +54,17 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
 
+LOCK_WAIT_MS = 120_000
+
+
 class PostgresStore:
     """One kind's index in PostgreSQL. Safe to share between a server's threads (one lock, one connection)."""
 
     keeps_static = True
 
-    def __init__(self, target: IndexTarget, conn: Connection, index_id: int, manifest: Manifest) -> None:
+    def __init__(self, target: IndexTarget, conn: Connection, index_id: int, manifest: Manifest, lock_key: int) -> None:
         self.target = target
+        self.lock_key = lock_key
         self.kind = target.kind
         self.manifest = manifest
         self.index_id = index_id
@@ -64,7 +76,8 @@ class PostgresStore:
     @classmethod
     def open(cls, target: IndexTarget, conn: Connection) -> PostgresStore:
         row = conn.execute(
-            "SELECT id, manifest FROM knowledge_indexes WHERE repository = %s AND branch = %s AND kind = %s AND live",
+            "SELECT id, manifest, lock_key FROM knowledge_indexes "
+            "WHERE repository = %s AND branch = %s AND kind = %s AND live",
             (target.repository, target.branch, target.kind),
         ).fetchone()
         if row is None:
@@ -75,19 +88,22 @@ class PostgresStore:
                 f"{target.describe()}: index format {manifest.format_version}, this knowledge reads {FORMAT_VERSION}; "
                 "run `knowledge reindex-all`"
             )
-        return cls(target, conn, int(row[0]), manifest)
+        return cls(target, conn, int(row[0]), manifest, int(row[2]))
 
     @classmethod
     def create(cls, target: IndexTarget, conn: Connection, manifest: Manifest) -> PostgresStore:
         """A new index built beside the live one (invisible to readers); `publish()` swaps it in."""
         ensure_vector_index(conn, manifest.dims)
         require_grant(conn, target)
-        index_id = conn.execute(
-            "INSERT INTO knowledge_indexes (repository, branch, kind, manifest) VALUES (%s, %s, %s, %s) RETURNING id",
+        index_id, key = conn.execute(
+            "INSERT INTO knowledge_indexes (repository, branch, kind, manifest) VALUES (%s, %s, %s, %s) "
+            "RETURNING id, lock_key",
             (target.repository, target.branch, target.kind, json.dumps(asdict(manifest))),
-        ).fetchone()[0]
-        conn.execute("SELECT pg_advisory_lock(%s, %s)", (BUILDING_LOCK, int(index_id)))
-        store = cls(target, conn, int(index_id), manifest)
+        ).fetchone()
+        # a fresh random key only this repository's roles can read: nobody else can hold it, so never a wait
+        if not conn.execute("SELECT pg_try_advisory_lock(%s::int, %s::int)", building_pair(int(key))).fetchone()[0]:
+            raise StoreUnavailableError(f"{target.describe()}: the new index's lock is taken; run it again")
+        store = cls(target, conn, int(index_id), manifest, int(key))
         store._building = True
         return store
 
@@ -95,17 +111,34 @@ class PostgresStore:
         """Make this index the live one of its repository, branch and kind, in one transaction."""
         if not self._building:
             return
+        import psycopg
+
         t = self.target
-        with self._lock, self._conn.transaction():
-            self._conn.execute(
-                "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (f"{t.repository}\n{t.branch}",)
-            )
-            self._conn.execute(
-                "DELETE FROM knowledge_indexes WHERE repository = %s AND branch = %s AND kind = %s AND live",
-                (t.repository, t.branch, t.kind),
-            )
-            self._conn.execute("UPDATE knowledge_indexes SET live = true WHERE id = %s", (self.index_id,))
-        self._conn.execute("SELECT pg_advisory_unlock(%s, %s)", (BUILDING_LOCK, self.index_id))
+        for attempt in range(3):
+            try:
+                with self._lock, self._conn.transaction():
+                    # the live indexes of this branch, row-locked: only roles that see them can lock them (a hash of
+                    # repository and branch was a key any role could take first)
+                    self._conn.execute("SELECT set_config('lock_timeout', %s, true)", (f"{LOCK_WAIT_MS}ms",))
+                    self._conn.execute(
+                        "SELECT id FROM knowledge_indexes WHERE repository = %s AND branch = %s AND live FOR UPDATE",
+                        (t.repository, t.branch),
+                    )
+                    self._conn.execute(
+                        "DELETE FROM knowledge_indexes WHERE repository = %s AND branch = %s AND kind = %s AND live",
+                        (t.repository, t.branch, t.kind),
+                    )
+                    self._conn.execute("UPDATE knowledge_indexes SET live = true WHERE id = %s", (self.index_id,))
+                break
+            except psycopg.errors.UniqueViolation:
+                if attempt == 2:  # another build of this target published first, each time: say so
+                    raise StoreUnavailableError(f"{t.describe()}: another build kept publishing first") from None
+            except psycopg.errors.LockNotAvailable:
+                raise StoreUnavailableError(
+                    f"{t.describe()}: another build of this branch held it for over {LOCK_WAIT_MS // 1000}s while "
+                    "publishing; run it again"
+                ) from None
+        self._conn.execute("SELECT pg_advisory_unlock(%s::int, %s::int)", building_pair(self.lock_key))
         self._building = False
 
     def close(self) -> None:
@@ -264,7 +297,7 @@ class PostgresStore:
     def _writing(self) -> Iterator[Connection]:
         """One transaction holding this index's advisory lock: writers of one index take turns."""
         with self._lock, self._conn.transaction():
-            self._conn.execute("SELECT pg_advisory_xact_lock(%s)", (self.index_id,))
+            take_lock(self._conn, self.lock_key, self.target.describe())
             yield self._conn
 
     def apply(self, change: Change) -> None:

@@ -1,0 +1,120 @@
+"""One team never stalls or breaks another on the shared store (issue 51, medium 3): two team roles on a real
+PostgreSQL; team B takes every lock key it can name and inserts rows with ids of its choosing, and team A's
+reindex-all and reindex-from-changes still finish, with its own ids."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import psycopg
+import pytest
+
+from knowledge.store.pg_schema import StoreUnavailableError, connect, take_lock
+
+from .conftest import commit, git, model_home
+from .test_postgres_store import DOCS, as_role, clone, run_cli
+
+
+@pytest.fixture
+def teams(git_repo, tmp_path, postgres_url):
+    """The owner's setup: two team roles, A granted a repository (indexed by A), B granted one of its own."""
+    commit(git_repo, DOCS)
+    suffix = postgres_url.rsplit("/", 1)[1][-8:]
+    members, team_a, team_b = (f"{name}_{suffix}" for name in ("members", "team_a", "team_b"))
+    with psycopg.connect(postgres_url, autocommit=True) as admin:
+        admin.execute("CREATE EXTENSION IF NOT EXISTS vector")
+        admin.execute(f"CREATE ROLE {members} NOLOGIN")
+        admin.execute(f"CREATE ROLE {team_a} LOGIN IN ROLE {members}")
+        admin.execute(f"CREATE ROLE {team_b} LOGIN IN ROLE {members}")
+    owner = {"KNOWLEDGE_STORE": postgres_url}
+    assert run_cli(git_repo, owner, "teams", "setup", "--role", members, "--dims", "64")[0] == 0
+    code, out = run_cli(git_repo, owner, "teams", "grant", team_a)
+    assert code == 0, out
+    repository = out.split(":")[0]
+    other = tmp_path / "other"
+    other.mkdir()
+    git(other, "init", "-q", "-b", "main")
+    commit(other, {"docs/b.md": "---\ndescription: B.\n---\n# B\nTeam B's notes.\n"})
+    assert run_cli(other, owner, "teams", "grant", team_b)[0] == 0
+    clone_a = clone(git_repo, tmp_path / "clone_a")
+    code, out = run_cli(clone_a, {"KNOWLEDGE_STORE": as_role(postgres_url, team_a)}, "reindex-all", "--quiet")
+    assert code == 0, out
+    return {
+        "a": as_role(postgres_url, team_a),
+        "b": as_role(postgres_url, team_b),
+        "clone_a": clone_a,
+        "other": other,
+        "repository": repository,
+        "owner": postgres_url,
+    }
+
+
+def knowledge_as(url, root, *args, timeout=120):
+    """A's command in its own process, bounded: a wait without end fails the test instead of hanging it."""
+    env = {**os.environ, "KNOWLEDGE_STORE": url, "KNOWLEDGE_NO_DAEMON": "1", "KNOWLEDGE_FILL": "0"}
+    env |= {"KNOWLEDGE_HOME": str(model_home()), "KNOWLEDGE_MODEL": "all-MiniLM-L6-v2"}
+    command = [sys.executable, "-P", "-m", "knowledge", "-C", str(root), *args]
+    return subprocess.run(command, env=env, capture_output=True, text=True, timeout=timeout)
+
+
+def test_team_b_holding_every_lock_key_it_can_name_never_stalls_team_a(teams):
+    """569400d: advisory locks on A's index ids (the writer's key was the bare id; ids are sequential) or on A's
+    publish key (a hash of repository and branch, both readable) made A's reindex hang with no timeout."""
+    with psycopg.connect(teams["owner"], autocommit=True) as admin:
+        top = admin.execute("SELECT coalesce(max(id), 0) + 50 FROM knowledge_indexes").fetchone()[0]
+    with psycopg.connect(teams["b"], autocommit=True) as squatter:
+        for key in range(1, top):
+            squatter.execute("SELECT pg_advisory_lock(%s)", (key,))
+            squatter.execute("SELECT pg_advisory_lock(7411, %s)", (key,))
+        squatter.execute("SELECT pg_advisory_lock(hashtextextended(%s, 0))", (f"{teams['repository']}\nmain",))
+        commit(teams["clone_a"], {"docs/new.md": "---\ndescription: new\n---\n# New\nA new page.\n"})
+        changed = knowledge_as(teams["a"], teams["clone_a"], "reindex-from-changes", "--quiet", timeout=90)
+        assert changed.returncode == 0, changed.stderr
+        rebuilt = knowledge_as(teams["a"], teams["clone_a"], "reindex-all", "--quiet", timeout=90)
+        assert rebuilt.returncode == 0, rebuilt.stderr
+        # B never learns A's lock keys: the rows that hold them are invisible to B
+        seen = squatter.execute("SELECT count(*) FROM knowledge_indexes WHERE repository = %s", (teams["repository"],))
+        assert seen.fetchone()[0] == 0
+
+
+def test_ids_and_keys_are_generated_only_so_team_b_cannot_squat_team_as_next_ones(teams):
+    """569400d: B inserting rows with explicit ids (knowledge_indexes.id, knowledge_chunks.key) made A's next index
+    fail with a duplicate key, and the error told B which of A's ids exist."""
+    code, out = run_cli(teams["other"], {"KNOWLEDGE_STORE": teams["b"]}, "reindex-all", "--quiet")
+    assert code == 0, out
+    with psycopg.connect(teams["b"], autocommit=True) as conn:
+        own = conn.execute("SELECT id, repository FROM knowledge_indexes LIMIT 1").fetchone()
+        for sql, params in (
+            (
+                "INSERT INTO knowledge_indexes (id, repository, branch, kind, manifest) "
+                "VALUES (%s, %s, 'x', 'docs', '{}')",
+                (own[0] + 1000, own[1]),
+            ),
+            ("UPDATE knowledge_indexes SET id = id + 1000 WHERE id = %s", (own[0],)),
+            (
+                "INSERT INTO knowledge_chunks (key, index_id, repository, chunk_id, path, content_hash, data, "
+                "lexical, lex, lex_len) VALUES (%s, %s, %s, 'c', 'p', 'h', '{}', '', '', 0)",
+                (10_000, own[0], own[1]),
+            ),
+            ("UPDATE knowledge_indexes SET lock_key = 1 WHERE id = %s", (own[0],)),
+        ):
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                conn.execute(sql, params)
+    rebuilt = knowledge_as(teams["a"], teams["clone_a"], "reindex-all", "--quiet")
+    assert rebuilt.returncode == 0, rebuilt.stderr
+
+
+def test_a_writer_waits_a_bounded_time_and_names_who_holds_the_lock(teams):
+    with psycopg.connect(teams["a"], autocommit=True) as holder:
+        key = holder.execute("SELECT lock_key FROM knowledge_indexes WHERE live LIMIT 1").fetchone()[0]
+        holder.execute("BEGIN")
+        holder.execute("SELECT pg_advisory_xact_lock(%s)", (key,))
+        waiter = connect(teams["a"])
+        try:
+            with waiter.transaction(), pytest.raises(StoreUnavailableError, match=r"another writer \(process \d+"):
+                take_lock(waiter, key, "the index", wait_seconds=0.5)
+        finally:
+            waiter.close()
+        holder.execute("ROLLBACK")
