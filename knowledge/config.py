@@ -252,10 +252,16 @@ def _store_url(value: str, origin: str, fail: Any) -> str:  # noqa: ANN401 - fai
     from urllib.parse import parse_qsl, urlsplit
 
     parts = urlsplit(value)
-    in_query = any(key.lower() == "password" for key, _ in parse_qsl(parts.query, keep_blank_values=True))
+    in_query = any(_secret_parameter(key) for key, _ in parse_qsl(parts.query, keep_blank_values=True))
     if (parts.password is not None or in_query) and not origin.startswith("environment"):
         raise fail("a password does not belong in a file or on a command line: use PGPASSWORD or ~/.pgpass")
     return value
+
+
+def _secret_parameter(key: str) -> bool:
+    """A connection parameter that holds a secret: libpq's `password` and `sslpassword` (a client key's passphrase),
+    and any other `…password`."""
+    return key.lower().endswith("password")
 
 
 def _read_file(root: Path) -> dict[str, Any]:
@@ -338,7 +344,7 @@ def redact_url(url: str) -> str:
     netloc = parts.netloc.rsplit("@", 1)
     if len(netloc) == 2 and ":" in netloc[0]:
         netloc[0] = netloc[0].split(":", 1)[0]
-    query = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if k.lower() != "password"]
+    query = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if not _secret_parameter(k)]
     return urlunsplit((parts.scheme, "@".join(netloc), parts.path, urlencode(query), parts.fragment))
 
 

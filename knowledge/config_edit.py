@@ -27,7 +27,8 @@ def toml_table_set(text: str, path: Path, keys: list[str], values: dict[str, obj
         if key not in parent:
             if values is None:
                 return text or None
-            parent[key] = tomlkit.table(is_super_table=True)
+            inline = isinstance(parent, tomlkit.items.InlineTable)
+            parent[key] = tomlkit.inline_table() if inline else tomlkit.table(is_super_table=True)
         parent = parent[key]
         if not isinstance(parent, dict):
             raise KnowledgeError(f"{path}: `{key}` is not a table; fix it or pass --dry-run")
@@ -40,7 +41,8 @@ def toml_table_set(text: str, path: Path, keys: list[str], values: dict[str, obj
         if current is not None and not isinstance(current, dict):
             raise KnowledgeError(f"{path}: `{'.'.join(keys)}` is not a table; fix it or pass --dry-run")
         if current is None:
-            table = tomlkit.table()
+            # inside an inline table (`mcp_servers = { other = {…} }`) ours is inline too: TOML allows no other
+            table = tomlkit.inline_table() if isinstance(parent, tomlkit.items.InlineTable) else tomlkit.table()
             table.update(values)
             parent[last] = table
         else:

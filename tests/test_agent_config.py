@@ -288,3 +288,17 @@ def test_markers_named_in_prose_are_prose(tmp_path):
         )
     )
     assert (root / "AGENTS.md").read_text() == "# Agents\n" + sentence
+
+
+def test_codex_config_whose_servers_are_an_inline_table_gets_an_inline_entry(tmp_path):
+    """569400d: `mcp_servers = { other = {…} }` was an internal error (exit 3)."""
+    from knowledge.config_edit import toml_table_set
+
+    text = 'model = "o3"\nmcp_servers = { other = { command = "x" } }\n'
+    path = tmp_path / "config.toml"
+    installed = toml_table_set(text, path, ["mcp_servers", "knowledge"], {"command": "knowledge", "args": ["mcp"]})
+    assert tomllib.loads(installed)["mcp_servers"] == {
+        "other": {"command": "x"},
+        "knowledge": {"command": "knowledge", "args": ["mcp"]},
+    }
+    assert toml_table_set(installed, path, ["mcp_servers", "knowledge"], None) == text

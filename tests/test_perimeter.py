@@ -274,8 +274,12 @@ def test_mcp_over_stdio_answers_a_request_holding_a_lone_surrogate(git_repo):
         call = '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"status","arguments":{"x":"a \\ud800"}}}'
         send(call)
         assert reply()["id"] == 2
+        # 569400d: a line nested 5,000 deep holding one killed the reader (RecursionError), and so the server
+        send('{"jsonrpc":"2.0","id":9,"method":"ping","params":' + "[" * 5000 + '"\\ud800"' + "]" * 5000 + "}")
         send('{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"status","arguments":{}}}')
-        assert reply()["id"] == 3
+        answered = reply()
+        answered = reply() if answered.get("id") != 3 else answered  # the nested line's own error may come first
+        assert answered["id"] == 3
     finally:
         process.kill()
         process.wait()

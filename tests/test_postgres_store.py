@@ -323,6 +323,11 @@ def test_a_password_never_comes_from_the_repository(origin):
         connect("postgresql://me@127.0.0.1:9/knowledge?password=hunter2&sslmode=disable")
     assert "hunter2" not in str(caught.value)
     assert "sslmode=disable" in str(caught.value)
+    # 569400d: a client key's passphrase in the query was accepted from the file and echoed
+    (origin / "knowledge.toml").write_text('store = "postgresql://me@db/knowledge?sslpassword=hunter2"\n')
+    with pytest.raises(ConfigError, match=r"PGPASSWORD or ~/\.pgpass") as caught:
+        load_settings(origin)
+    assert "hunter2" not in str(caught.value)
 
 
 def test_a_tracked_store_repository_needs_the_users_consent(origin, postgres_url):

@@ -246,3 +246,36 @@ def test_status_is_one_document_on_the_cli_and_over_http(server, repo):
     for document in (over_http, on_cli):
         document.pop("age_seconds")
     assert on_cli == over_http
+
+
+def test_slow_header_clients_are_cut_at_the_deadline_and_connections_are_capped(repo, monkeypatch):
+    """569400d: 300 connections trickling their headers each held a thread for 100 s and more, with no cap."""
+    import socket
+    import time
+
+    from knowledge.server import http as http_module
+
+    monkeypatch.setattr(http_module, "HEADER_DEADLINE_SECONDS", 1.0)
+    monkeypatch.setattr(http_module, "MAX_CONNECTIONS", 3)
+    kb = KnowledgeBase.open(repo, embedder_factory=lambda s: HashingEmbedder())
+    httpd = KnowledgeHTTPServer(("127.0.0.1", 0), LocalBackend(kb), TOKEN)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    address = ("127.0.0.1", httpd.server_address[1])
+    try:
+        slow = [socket.create_connection(address, timeout=10) for _ in range(3)]
+        for client in slow:
+            client.sendall(b"GET /v1/status HTTP/1.1\r\nHost: 127.0.0.1\r\n")  # and never the blank line
+        time.sleep(0.3)
+        extra = socket.create_connection(address, timeout=10)
+        assert extra.recv(100).startswith(b"HTTP/1.1 503")  # the cap: answered at once, no thread
+        extra.close()
+        started = time.monotonic()
+        for client in slow:
+            assert client.recv(100) == b""  # cut at the header deadline
+        assert time.monotonic() - started < 5
+        # the threads are back: a whole request is answered
+        status, _ = call(f"http://{address[0]}:{address[1]}", "/v1/status")
+        assert status == 200
+    finally:
+        httpd.shutdown()
+        httpd.server_close()

@@ -107,6 +107,8 @@ def split_front_matter(source: SourceFile) -> tuple[dict[str, Any], str, int, Fi
             0,
             FileProblem(source.path, f"malformed YAML front matter{where}: {problem}; indexed as plain text"),
         )
+    except RecursionError:  # `[[[[…` 20,000 deep: the YAML parser recurses once a level
+        return {}, source.text, 0, FileProblem(source.path, "front matter nested too deeply; indexed as plain text")
     if data is None:
         data = {}
     if not isinstance(data, dict):

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from .. import admin
+from ..render.base import escaped_json
 from ..server.resolve import answer, daemon_answer
 
 if TYPE_CHECKING:
@@ -91,6 +92,6 @@ def ask(
 def emit(data: Any, as_json: bool, text: Callable[[], str]) -> None:  # noqa: ANN401 - JSON-ready data
     """Prints `data` as indented JSON, or `text()` as it is."""
     if as_json:
-        click.echo(json.dumps(data, ensure_ascii=False, indent=2))
+        click.echo(escaped_json(json.dumps(data, ensure_ascii=False, indent=2)))
     else:
         click.echo(text(), nl=False)

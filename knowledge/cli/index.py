@@ -12,6 +12,7 @@ import click
 from ..errors import KnowledgeError
 from ..records import IndexReport
 from ..render import report_problems, report_summary, report_to_dict
+from ..render.base import shown
 from .context import daemon_call, open_kb
 from .guard import EXIT_INTERRUPTED, EXIT_PROBLEMS, storage_problem
 from .progress import ProgressPrinter
@@ -158,7 +159,7 @@ def _finish_report(ctx: click.Context, report: IndexReport, quiet: bool, as_json
         click.echo(json.dumps(report_to_dict(report), indent=2))
     if not quiet:
         for problem in report_problems(report):
-            click.echo(f"{problem}", err=True)
+            click.echo(shown(str(problem)), err=True)
         if report.undescribed and len(report.undescribed) < report.docs_indexed:  # none described: not this repo's way
             click.echo(f"{len(report.undescribed)} doc(s) have no `description`; `knowledge lint` lists them", err=True)
         click.echo(report_summary(report), err=True)
@@ -183,7 +184,7 @@ def _run_from_hook(ctx: click.Context, hook: str) -> None:
             line = "by the daemon: " + _summary_of(warm)
         else:
             report = open_kb(ctx).reindex_changes()
-            line = report_summary(report) + "".join(f"; {p}" for p in report_problems(report))
+            line = report_summary(report) + "".join(f"; {shown(str(p))}" for p in report_problems(report))
     except KnowledgeError as exc:
         line = f"nothing indexed: {exc}"
     except Exception as exc:  # the hook must never fail; the log says why

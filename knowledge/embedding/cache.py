@@ -2,24 +2,43 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import os
 import sqlite3
+import stat
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
 
+from ..fs import create_private_file, private_dir
+
 
 def text_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _tighten(path: Path, mode: int) -> None:
+    """`path` no wider than `mode` (a cache made by an earlier version was 0755/0644); only what this user owns."""
+    with contextlib.suppress(OSError):
+        info = os.lstat(path)
+        if info.st_uid == os.getuid() and not stat.S_ISLNK(info.st_mode) and stat.S_IMODE(info.st_mode) & ~mode:
+            os.chmod(path, stat.S_IMODE(info.st_mode) & mode)
 
 
 class EmbeddingCache:
     """Vectors by sha256 of the embedded text, for one model fingerprint."""
 
     def __init__(self, path: Path, dims: int) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        # the cache is this user's alone: a chunk's hash in a world-readable cache let another user confirm a guess
+        # at a private repository's text
+        private_dir(path.parent)
+        _tighten(path.parent, 0o700)
+        create_private_file(path)
+        for part in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+            _tighten(part, 0o600)
         self._dims = dims
         self._db = sqlite3.connect(path, timeout=30)
         self._db.execute("PRAGMA journal_mode=WAL")

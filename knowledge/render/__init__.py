@@ -16,7 +16,7 @@ from ..records import (
     SearchResponse,
     SourceText,
 )
-from .base import SEARCH_FORMAT_VERSION
+from .base import SEARCH_FORMAT_VERSION, escaped_json, shown
 
 if TYPE_CHECKING:
     from ..records import JsonObject
@@ -64,11 +64,11 @@ def response_to_text(response: SearchResponse, files_only: bool = False, exact: 
 
 def search_json(response: SearchResponse) -> str:
     """What `knowledge search --json` prints (indented: the widest of the JSON forms the budget must cover)."""
-    return json.dumps(search_to_dict(response), ensure_ascii=False, indent=2)
+    return escaped_json(json.dumps(search_to_dict(response), ensure_ascii=False, indent=2))
 
 
 def hit_json(hit: SearchHit) -> str:
-    return json.dumps(hit_to_dict(hit), ensure_ascii=False, indent=2)
+    return escaped_json(json.dumps(hit_to_dict(hit), ensure_ascii=False, indent=2))
 
 
 def hit_text(hit: SearchHit) -> str:
@@ -100,11 +100,11 @@ def _hit_lines(hit: SearchHit) -> list[str]:
         what = hit.section or hit.title
     via = f"  [{hit.neighbour_of}]" if hit.neighbour_of else ""
     # The relevance the results are ordered by (it falls down the list); a neighbour added by --expand has none.
-    shown = hit.relevance if hit.relevance is not None else hit.score
-    score = "  -  " if shown is None else f"{shown:.3f}"
+    relevance = hit.relevance if hit.relevance is not None else hit.score
+    score = "  -  " if relevance is None else f"{relevance:.3f}"
     lexical = "  [no vector yet: lexical or static-stage match]" if hit.score is None else ""
     stale = "  [stale: file changed since indexing]" if hit.stale else ""
-    out.append(f"[{score}] {hit.path}:{hit.line_start}-{hit.line_end}  {what}{via}{lexical}{stale}")
+    out.append(f"[{score}] {shown(hit.path)}:{hit.line_start}-{hit.line_end}  {shown(what)}{via}{lexical}{stale}")
     if hit.drift:
         out.append(f"        drift: {hit.drift}")
     for label, refs in (("calls", hit.calls), ("called by", hit.called_by)):
@@ -131,7 +131,7 @@ def occurrences_to_text(response: SearchResponse) -> str:
     last: tuple[str, int] | None = None
     for hit in response.results:
         if hit.content is None:
-            out.append(f"{hit.path}:{hit.match_line or hit.line_start}:")
+            out.append(f"{shown(hit.path)}:{hit.match_line or hit.line_start}:")
             continue
         for number, text in enumerate(hit.content.split("\n"), start=hit.line_start):
             if (hit.path, number) in printed:
@@ -141,7 +141,7 @@ def occurrences_to_text(response: SearchResponse) -> str:
             printed.add((hit.path, number))
             last = (hit.path, number)
             mark = ":" if (hit.path, number) in matches else "-"
-            out.append(f"{hit.path}{mark}{number}{mark} {text}")
+            out.append(f"{shown(hit.path)}{mark}{number}{mark} {text}")
     if response.omitted:
         out.append(f"… {response.omitted} more occurrence(s): raise -k or --budget")
     return "\n".join(out) + ("\n" if out else "")
@@ -149,7 +149,7 @@ def occurrences_to_text(response: SearchResponse) -> str:
 
 def files_to_text(response: SearchResponse) -> str:
     """`search --files`: the matching files, best first, one path per line (like `grep -l`)."""
-    return "".join(f"{hit.path}\n" for hit in response.results)
+    return "".join(f"{shown(hit.path)}\n" for hit in response.results)
 
 
 def report_to_dict(report: IndexReport) -> JsonObject:
@@ -257,7 +257,7 @@ def status_to_text(status: IndexStatus, verbose: bool = False) -> str:
         lines.append("reindex:    running now (a hook or another command holds the lock)")
     if status.skipped:
         lines.append(f"problems:   {len(status.skipped)}")
-        lines.extend(f"  {p}" for p in status.skipped)
+        lines.extend(f"  {shown(str(p))}" for p in status.skipped)
     if status.redactions:
         files = len({p.path for p in status.redactions})
         lines.append(
@@ -302,7 +302,8 @@ def hits_to_text(hits: list[SearchHit]) -> str:
     if not hits:
         return "No doc section refers to it.\n"
     return "".join(
-        f"{hit.path}:{hit.line_start}-{hit.line_end}  {hit.section or hit.title}  ({hit.reference})\n" for hit in hits
+        f"{shown(hit.path)}:{hit.line_start}-{hit.line_end}  {shown(hit.section or hit.title)}  ({hit.reference})\n"
+        for hit in hits
     )
 
 

@@ -6,7 +6,9 @@ capped; a background thread keeps the index caught up with git without blocking 
 
 from __future__ import annotations
 
+import contextlib
 import json
+import socket
 import sys
 import threading
 from collections.abc import Callable
@@ -14,6 +16,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any
 
 from ..errors import KnowledgeError, PathOutsideRepositoryError
+from ..render.base import escaped_json
 from .auth import bearer_ok, host_allowed, origin_allowed
 from .backend import Backend
 
@@ -22,6 +25,8 @@ if TYPE_CHECKING:
 
 MAX_BODY_BYTES = 64 * 1024
 SOCKET_TIMEOUT_SECONDS = 30
+HEADER_DEADLINE_SECONDS = 10  # a request line and its headers arrive within this, however slowly they trickle
+MAX_CONNECTIONS = 64  # open connections served at once (a thread each); more are answered 503 and closed
 
 
 class KnowledgeHTTPServer(ThreadingHTTPServer):
@@ -45,6 +50,27 @@ class KnowledgeHTTPServer(ThreadingHTTPServer):
         self.allowed_hosts = allowed_hosts
         self.allowed_origins = allowed_origins
         self.quiet = quiet
+        self._open = threading.BoundedSemaphore(MAX_CONNECTIONS)
+
+    def process_request(self, request: Any, client_address: Any) -> None:  # noqa: ANN401 - socketserver's types
+        """A thread for the connection while fewer than MAX_CONNECTIONS are open; else 503 at once (300 slow clients
+        held 300 threads, without end)."""
+        if not self._open.acquire(blocking=False):
+            with contextlib.suppress(OSError):
+                request.sendall(b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+            self.shutdown_request(request)
+            return
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            self._open.release()
+            raise
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:  # noqa: ANN401
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._open.release()
 
 
 def _routes(backend: Backend) -> dict[tuple[str, str], Callable[[JsonObject], JsonObject]]:
@@ -66,6 +92,27 @@ class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     timeout = SOCKET_TIMEOUT_SECONDS  # a slow client ties up only its own thread, and not forever
 
+    def handle_one_request(self) -> None:
+        # the socket timeout bounds one silent read; this bounds the whole request line and headers, however slowly
+        # they trickle in (one byte every few seconds held a thread for minutes)
+        deadline = threading.Timer(HEADER_DEADLINE_SECONDS, self._cut)
+        deadline.daemon = True
+        self._deadline = deadline
+        deadline.start()
+        try:
+            super().handle_one_request()
+        finally:
+            deadline.cancel()
+
+    def parse_request(self) -> bool:
+        parsed = super().parse_request()
+        self._deadline.cancel()  # headers in: the body and the answer have the socket timeout
+        return parsed
+
+    def _cut(self) -> None:
+        with contextlib.suppress(OSError):
+            self.connection.shutdown(socket.SHUT_RDWR)
+
     def do_GET(self) -> None:
         self._dispatch("GET")
 
@@ -77,7 +124,7 @@ class _Handler(BaseHTTPRequestHandler):
             sys.stderr.write(f"{self.address_string()} {format % args}\n")
 
     def _send(self, status: int, payload: JsonObject, headers: dict[str, str] | None = None) -> None:
-        body = json.dumps(payload, ensure_ascii=False).encode("utf-8")
+        body = escaped_json(json.dumps(payload, ensure_ascii=False)).encode("utf-8")
         self.send_response(status)
         self.send_header("Content-Type", "application/json; charset=utf-8")
         self.send_header("Content-Length", str(len(body)))

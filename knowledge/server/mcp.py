@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..errors import KnowledgeError
+from ..render.base import escaped_json
 from ..request import SearchRequest, request_options
 from .backend import Backend
 
@@ -38,7 +39,7 @@ def _call(operation: Callable[[], JsonObject]) -> str:
     from mcp.server.mcpserver.exceptions import ToolError
 
     try:
-        return json.dumps(operation(), ensure_ascii=False)
+        return escaped_json(json.dumps(operation(), ensure_ascii=False))
     except KnowledgeError as exc:
         raise ToolError(str(exc)) from exc
 
@@ -191,9 +192,11 @@ def _repaired(line: bytes) -> bytes:
         return line
     try:
         message = json.loads(line)
-    except ValueError:
-        return line  # not JSON: the SDK's own parse error answers it
-    text = json.dumps(_without_surrogates(message), ensure_ascii=True)
+        text = json.dumps(_without_surrogates(message), ensure_ascii=True)
+    except (ValueError, RecursionError):
+        # not JSON, or nested past Python's stack (5,000 deep killed this reader, and so the server): the line as is,
+        # and the SDK's own parse answers it
+        return line
     return text.encode("ascii") + b"\n"
 
 
