@@ -282,7 +282,16 @@ def _read_file(root: Path) -> dict[str, Any]:
 def load_settings(
     root: Path, overrides: Mapping[str, Any] | None = None, environ: Mapping[str, str] | None = None
 ) -> tuple[Settings, dict[str, str]]:
-    """Resolve settings for the repository at `root`; returns them with the source of each one."""
+    """Resolve settings for the repository at `root`; returns them with the source of each one. What a tracked file
+    alone may not decide (a shared store, lowered secret protection) is refused until the user trusts it."""
+    settings, sources = _resolve(root, overrides, environ)
+    _check_consent(root, settings, sources)
+    return settings, sources
+
+
+def _resolve(
+    root: Path, overrides: Mapping[str, Any] | None = None, environ: Mapping[str, str] | None = None
+) -> tuple[Settings, dict[str, str]]:
     env = os.environ if environ is None else environ
     values: dict[str, Any] = {"home": user_cache_dir()}
     sources: dict[str, str] = {f.name: "default" for f in fields(Settings)}
@@ -297,10 +306,16 @@ def load_settings(
     for key, value in (overrides or {}).items():
         if value is not None:
             values[key], sources[key] = _coerce(key, value, f"option --{key.replace('_', '-')}"), "option"
-    settings = replace(Settings(), **values)
+    return replace(Settings(), **values), sources
+
+
+def _file_chose_store(settings: Settings, sources: Mapping[str, str]) -> bool:
+    return CONFIG_FILE in (sources["store"], sources["store_repository"]) and settings.store != "local"
+
+
+def _check_consent(root: Path, settings: Settings, sources: Mapping[str, str]) -> None:
     chosen = _store_choice(settings)
-    by_file = CONFIG_FILE in (sources["store"], sources["store_repository"])
-    if by_file and settings.store != "local" and trusted_store(root) != chosen:
+    if _file_chose_store(settings, sources) and trusted_store(root) != chosen:
         raise ConfigError(
             f"{root / CONFIG_FILE}: store = {redact_url(settings.store)!r}"
             + (f", store_repository = {settings.store_repository!r}" if settings.store_repository else "")
@@ -314,7 +329,6 @@ def load_settings(
             "the repository cannot decide that alone: run `knowledge teams trust` once in this clone to allow it, "
             "or remove the setting"
         )
-    return settings, sources
 
 
 def lowered_protections(settings: Settings, sources: Mapping[str, str]) -> str:
@@ -383,14 +397,13 @@ def trust_store(root: Path) -> str:
     """Allow what `root`'s knowledge.toml decides that a tracked file alone may not: the shared store it names and
     the secret protections it lowers (user-level, this clone only, until the file says something else); returns
     what was allowed, in words."""
-    written = _read_file(root)
-    settings = replace(Settings(), **written)
+    settings, sources = _resolve(root)
     entry: dict[str, str] = {}
     allowed = []
-    if written.get("store", "local") != "local":
+    if _file_chose_store(settings, sources):  # the store or the repository's name in it (the store may be the env's)
         entry["store"] = _store_choice(settings)
         allowed.append(f"indexes into {redact_url(settings.store)}")
-    lowered = lowered_protections(settings, dict.fromkeys(written, CONFIG_FILE))
+    lowered = lowered_protections(settings, sources)
     if lowered:
         entry["protections"] = lowered
         allowed.append(f"may set {lowered}")

@@ -34,7 +34,10 @@ class ModelAccess:
     def _model(self) -> BuiltModel:
         if self._built is None:
             settings = self._settings
-            self._built = BuiltModel(settings.model, settings.home, settings.model_variant, self._on_step)
+            # fill = false: the index stays at the first stage, so no ONNX conversion until a vector is asked for
+            self._built = BuiltModel(
+                settings.model, settings.home, settings.model_variant, self._on_step, build=settings.fill
+            )
         return self._built
 
     def identity(self) -> ModelIdentity:

@@ -95,3 +95,17 @@ def test_ordinary_secret_patterns_and_globs_are_accepted(tmp_path):
     (tmp_path / "knowledge.toml").write_text('exclude = ["' + "*" * 201 + '"]\n')
     with pytest.raises(ConfigError, match="at most 200"):
         load_settings(tmp_path)
+
+
+def test_the_trust_the_error_asks_for_is_granted_when_the_store_comes_from_the_environment(tmp_path, monkeypatch):
+    """569400d: a tracked `store_repository` with the store from KNOWLEDGE_STORE told the user to run `teams trust`,
+    which then refused (the file names no store)."""
+    from knowledge.config import trust_store
+
+    (tmp_path / "knowledge.toml").write_text('store_repository = "team/widgets"\n')
+    monkeypatch.setenv("KNOWLEDGE_STORE", "postgresql://me@db/knowledge")
+    with pytest.raises(ConfigError, match="knowledge teams trust"):
+        load_settings(tmp_path)
+    assert "indexes into postgresql://me@db/knowledge" in trust_store(tmp_path)
+    settings, _ = load_settings(tmp_path)
+    assert settings.store_repository == "team/widgets"

@@ -79,3 +79,30 @@ def test_a_cached_model_changed_since_it_was_verified_is_never_used(tmp_path):
     assert not unchanged_since_built(installed)
     (folder / "model.onnx").write_bytes(b"tampered, longer")  # another size: not even loaded
     assert _read_installed(folder, spec, "fp32") is None
+
+
+@pytest.mark.model
+def test_fill_false_on_a_fresh_home_builds_no_transformer(git_repo, tmp_path, monkeypatch):
+    """569400d: `fill = false` still converted and verified the transformer on a fresh home (116 s, 178 MB), though
+    the docs say no transformer is loaded; its identity and tokenizer come from the weights, with the fingerprint the
+    build will have."""
+    import json
+
+    from knowledge.embedding.install import model_dir
+    from knowledge.kb import KnowledgeBase
+
+    from .conftest import commit, model_home
+
+    commit(git_repo, {"docs/a.md": "---\ndescription: a\n---\n# Widgets\n\nHow the widgets are packed.\n"})
+    home = tmp_path / "fresh-home"
+    monkeypatch.setenv("KNOWLEDGE_HOME", str(home))
+    monkeypatch.setenv("KNOWLEDGE_MODEL", "all-MiniLM-L6-v2")
+    monkeypatch.setenv("KNOWLEDGE_FILL", "0")
+    kb = KnowledgeBase.open(git_repo)
+    kb.reindex_all()
+    assert kb.search("widgets packed", threshold=0).results[0].path == "docs/a.md"
+    spec = MODELS["all-MiniLM-L6-v2"]
+    assert not (model_dir(home, spec, "fp32") / "model.onnx").exists()
+    built = json.loads((model_dir(model_home(), spec, "fp32") / "model.json").read_text())
+    identity = json.loads(next((home / "models").glob(".*.identity/identity.json")).read_text())
+    assert identity["fingerprint"] == built["fingerprint"]  # the index's vectors will come from that very build

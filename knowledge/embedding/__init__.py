@@ -96,16 +96,31 @@ def load_embedder(
 class BuiltModel:
     """A built model's identity and tokenizer, without the ONNX session (which is what costs memory and time)."""
 
-    def __init__(self, name: str, home: Path, variant: str, on_step: Callable[[str], None] | None = None) -> None:
-        from .install import build_model, installed_model
+    def __init__(
+        self,
+        name: str,
+        home: Path,
+        variant: str,
+        on_step: Callable[[str], None] | None = None,
+        build: bool = True,
+    ) -> None:
+        """`build=False` (an index kept at the first stage): the identity and tokenizer from the weights, no ONNX
+        conversion until something loads the model."""
+        from .install import build_model, identity_without_build, installed_model
 
         spec = model_spec(name)
+        self._home, self._on_step = home, on_step
         self.spec = spec
         self.model_id = spec.name
         self.variant = variant
         self.dims = spec.dims
         self.max_tokens = spec.max_seq_length
-        self.installed = installed_model(home, spec, variant) or build_model(home, spec, variant, on_step)
+        installed = installed_model(home, spec, variant)
+        if installed is None:
+            installed = (
+                build_model(home, spec, variant, on_step) if build else identity_without_build(home, spec, variant)
+            )
+        self.installed = installed
         self.fingerprint = self.installed.fingerprint
         self._tokenizer: Any = None  # tokenizers.Tokenizer, loaded on the first count
         self._counts: dict[str, int] = {}
@@ -163,8 +178,10 @@ class BuiltModel:
         return count
 
     def load(self) -> Embedder:
-        from .install import open_embedder
+        from .install import build_model, open_embedder
 
+        if not (self.installed.path / "model.onnx").is_file():  # identity only until now: built when first loaded
+            self.installed = build_model(self._home, self.spec, self.variant, self._on_step)
         return open_embedder(self.installed)
 
 

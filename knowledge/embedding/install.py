@@ -21,7 +21,7 @@ import numpy as np
 
 from ..config import MODEL_VARIANTS
 from ..errors import ModelUnavailableError, ModelVerificationError
-from ..fs import atomic_write, file_lock
+from ..fs import atomic_write, file_lock, make_dirs, write_file
 from .models import MAX_INT8_LOSS, ModelSpec
 
 if TYPE_CHECKING:
@@ -71,6 +71,35 @@ def _read_installed(path: Path, spec: ModelSpec, variant: str) -> InstalledModel
     return InstalledModel(
         spec, variant, path, info["fingerprint"], float(info["min_cosine"]), bool(info.get("preoptimized", False))
     )
+
+
+def build_fingerprint(spec: ModelSpec, variant: str, source_sha256: str) -> str:
+    """What names a build (and every vector made by it): the model, the variant, its weights and the exporter."""
+    return hashlib.sha256(f"{spec.name}|{variant}|{source_sha256}|e{EXPORTER_VERSION}".encode()).hexdigest()[:16]
+
+
+def identity_without_build(home: Path, spec: ModelSpec, variant: str) -> InstalledModel:
+    """The identity (fingerprint) and tokenizer of `spec`/`variant` without converting it to ONNX: what an index at
+    the first stage alone (`fill = false`) needs to size its chunks and name its model. Read from the weights
+    packages (seconds; the conversion and its verification took two minutes) and kept beside the builds, so the
+    full build, when it comes, has the same fingerprint. Not loadable: `path` holds no model.onnx."""
+    from .weights import read_weights
+
+    folder = home / "models" / f".{model_dir(home, spec, variant).name}.identity"
+    try:
+        stored = json.loads((folder / "identity.json").read_text())
+        if (folder / "tokenizer.json").is_file() and stored.get("exporter_version") == EXPORTER_VERSION:
+            return InstalledModel(spec, variant, folder, str(stored["fingerprint"]), 0.0)
+    except (OSError, ValueError, KeyError):
+        pass
+    weights = read_weights(spec)
+    fingerprint = build_fingerprint(spec, variant, weights.source_sha256)
+    make_dirs(home, folder)
+    write_file(home, folder / "tokenizer.json", weights.tokenizer_json)
+    write_file(
+        home, folder / "identity.json", json.dumps({"fingerprint": fingerprint, "exporter_version": EXPORTER_VERSION})
+    )
+    return InstalledModel(spec, variant, folder, fingerprint, 0.0)
 
 
 def file_sha256(path: Path) -> str:
@@ -254,9 +283,7 @@ def build_model(
                     f"model {spec.name} ({variant}): min cosine {min_cosine:.5f} to the reference vectors is below "
                     f"{MIN_REFERENCE_COSINE[variant]}; the build was discarded"
                 )
-            fingerprint = hashlib.sha256(
-                f"{spec.name}|{variant}|{weights.source_sha256}|e{EXPORTER_VERSION}".encode()
-            ).hexdigest()[:16]
+            fingerprint = build_fingerprint(spec, variant, weights.source_sha256)
             info = {
                 "name": spec.name,
                 "variant": variant,
