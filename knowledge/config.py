@@ -6,7 +6,6 @@ Precedence, highest first: command-line option > KNOWLEDGE_* variable > the seed
 
 from __future__ import annotations
 
-import json
 import os
 import tomllib
 from collections.abc import Mapping
@@ -15,8 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ConfigError
-from .fs import atomic_write, user_cache_dir, user_config_dir
+from .fs import user_cache_dir
 from .patterns import PatternError, glob, name_glob, user_regex
+from .trusted import record_trust, trusted_entry, trusted_store
 
 # The built forms of a model. fp32: the exported graph as is. int8: 8-bit block-wise weights on every MatMul.
 # int8-dynamic: dynamic per-channel int8 (weights and activations) on every MatMul but the FFN down-projection, which
@@ -24,7 +24,6 @@ from .patterns import PatternError, glob, name_glob, user_regex
 MODEL_VARIANTS = ("fp32", "int8", "int8-dynamic")
 
 CONFIG_FILE = "knowledge.toml"
-TRUSTED_STORES_FILE = "trusted-stores.json"  # in the user's config folder: {repository root: store URL}
 DEFAULT_DOC_INCLUDE = ("**/*.md", "**/*.markdown", "**/*.mdx")
 # Languages with entity chunks (tree-sitter), then text files indexed as line chunks.
 DEFAULT_CODE_INCLUDE = tuple(
@@ -323,7 +322,7 @@ def _check_consent(root: Path, settings: Settings, sources: Mapping[str, str]) -
             "decide that alone: run `knowledge teams trust` once in this clone to allow it, or set KNOWLEDGE_STORE"
         )
     lowered = lowered_protections(settings, sources)
-    if lowered and _trusted_entry(root).get("protections") != lowered:
+    if lowered and trusted_entry(root).get("protections") != lowered:
         raise ConfigError(
             f"{root / CONFIG_FILE}: {lowered} would serve secrets that knowledge keeps out by default, and a file in "
             "the repository cannot decide that alone: run `knowledge teams trust` once in this clone to allow it, "
@@ -362,37 +361,6 @@ def redact_url(url: str) -> str:
     return urlunsplit((parts.scheme, "@".join(netloc), parts.path, urlencode(query), parts.fragment))
 
 
-def _trust_file() -> Path:
-    return user_config_dir() / TRUSTED_STORES_FILE
-
-
-def _trusted() -> dict[str, dict[str, str]]:
-    """{repository root: {"store": the store choice allowed, "protections": the lowered protections allowed}}; an
-    entry of the first form, a bare store choice, still reads."""
-    try:
-        data = json.loads(_trust_file().read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    if not isinstance(data, dict):
-        return {}
-    entries: dict[str, dict[str, str]] = {}
-    for root, entry in data.items():
-        if isinstance(entry, str):
-            entries[str(root)] = {"store": entry}
-        elif isinstance(entry, dict):
-            entries[str(root)] = {str(k): str(v) for k, v in entry.items() if isinstance(v, str)}
-    return entries
-
-
-def _trusted_entry(root: Path) -> dict[str, str]:
-    return _trusted().get(str(root.resolve()), {})
-
-
-def trusted_store(root: Path) -> str | None:
-    """The store URL this user allowed the repository at `root` to choose in its knowledge.toml, if any."""
-    return _trusted_entry(root).get("store")
-
-
 def trust_store(root: Path) -> str:
     """Allow what `root`'s knowledge.toml decides that a tracked file alone may not: the shared store it names and
     the secret protections it lowers (user-level, this clone only, until the file says something else); returns
@@ -412,7 +380,5 @@ def trust_store(root: Path) -> str:
             f"{root / CONFIG_FILE}: names no shared store and lowers no protection: nothing to trust "
             "(a store chosen by KNOWLEDGE_STORE needs no trust)"
         )
-    trusted = _trusted()
-    trusted[str(root.resolve())] = entry
-    atomic_write(_trust_file(), json.dumps(trusted, indent=2, sort_keys=True) + "\n")
+    record_trust(root, entry)
     return "; ".join(allowed)

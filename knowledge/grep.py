@@ -66,6 +66,7 @@ def occurrences(
         tokens_used=used,
         budget=budget,
         omitted=left_out + max(0, len(hits) - k),
+        over_budget=left_out,
         threshold=0.0,
         full_threshold=0.0,
         model="",

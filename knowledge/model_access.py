@@ -6,6 +6,7 @@ that changes no indexed file needs neither.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 
 from .config import Settings
@@ -30,6 +31,7 @@ class ModelAccess:
         self._embedder: Embedder | None = None
         self._static: StaticStage | None = None
         self._static_checked = False
+        self._loading = threading.RLock()
 
     def _model(self) -> BuiltModel:
         if self._built is None:
@@ -67,9 +69,10 @@ class ModelAccess:
         return self._model().count_whole(text)
 
     def embedder(self) -> Embedder:
-        if self._embedder is None:
-            self._embedder = self._factory(self._settings) if self._factory is not None else self._model().load()
-        return self._embedder
+        with self._loading:  # a server's warm-up thread and its first request: one load
+            if self._embedder is None:
+                self._embedder = self._factory(self._settings) if self._factory is not None else self._model().load()
+            return self._embedder
 
     def static(self) -> StaticStage | None:
         """The static first stage shipped with knowledge (no model needed); an injected embedder may bring its own

@@ -20,6 +20,7 @@ class PatternMatch(Protocol):
     def start(self, group: int | str = ...) -> int: ...
     def end(self, group: int | str = ...) -> int: ...
     def group(self, group: int | str = ...) -> str | None: ...
+    def groups(self) -> tuple[str | None, ...]: ...
 
 
 class UserPattern(Protocol):
@@ -103,6 +104,9 @@ class _Named:
 
     def group(self, group: int | str = 0) -> str | None:
         return self._match.group(self._number(group))
+
+    def groups(self) -> tuple[str | None, ...]:
+        return self._match.groups()
 
 
 class _NamedLinear(_Linear):

@@ -117,6 +117,9 @@ class SearchHit:
     parent: str | None = None
     calls: tuple[Reference, ...] | None = None  # {name, path, line, resolved} of what it calls
     called_by: tuple[Reference, ...] | None = None  # {name, path, line, sites, resolved} of what calls it
+    more_callers: int | None = None  # callers left out of `called_by` to fit the budget (its first few stay)
+    more_calls: int | None = None  # callees left out of `calls` to fit the budget
+    thin: bool = False  # thinned to fit the budget: printed as its line (where it is, what it is) alone
     neighbour_of: str | None = None  # with --expand: "callee of ID" or "caller of ID" (ID: the top code hit)
     drift: str | None = None  # docs: what the section's referenced code did since the section last changed
     reference: str | None = None  # docs-for: the reference that ties the section to what was asked
@@ -138,6 +141,7 @@ class SearchResponse:
     model: str
     dense_coverage: float = 1.0  # share of the searched chunks that have vectors; below 1 while embedding runs
     static_coverage: float = 0.0  # share that waits with the static first stage's vector instead
+    over_budget: int = 0  # of `omitted`, those left out by the budget (the rest: beyond k)
 
 
 @dataclass(frozen=True, slots=True)

@@ -68,7 +68,16 @@ def _code_reference(span: str) -> str | None:
 
 def in_fence(lines: list[str]) -> bool:
     """Whether the text after `lines` is inside a fenced code block (a section's part that starts mid-block)."""
-    return sum(1 for line in lines if _FENCE.match(line)) % 2 == 1
+    return fence_states(lines)[-1]
+
+
+def fence_states(lines: list[str]) -> list[bool]:
+    """For each i in 0..len(lines), whether the text after lines[:i] is inside a fenced code block: read once per
+    section (asked once per part, a section of 80,000 lines cost 30 s)."""
+    states = [False]
+    for line in lines:
+        states.append(states[-1] != bool(_FENCE.match(line)))
+    return states
 
 
 def extract(content: str, doc_path: str, fenced: bool = False) -> tuple[str, ...]:

@@ -98,9 +98,11 @@ def search(
     chosen = grouped[: options.k]
     hits, spare_text = make_hits(chosen, options, cache, is_stale)
     if options.expand:
+        # right after the hit they neighbour, so the budget weighs them at its rank, not after every other result
         neighbours = _neighbours(hits, list(sources), options)
-        hits.extend(neighbours)
-        spare_text.extend([None] * len(neighbours))
+        after = _after_its_hit(hits, neighbours)
+        hits[after:after] = neighbours
+        spare_text[after:after] = [None] * len(neighbours)
     kept, used, left_out = pack(hits, options.budget, count_tokens, spare_text)
     return SearchResponse(
         query=query,
@@ -108,12 +110,21 @@ def search(
         tokens_used=used,
         budget=options.budget,
         omitted=left_out + max(0, len(grouped) - options.k),
+        over_budget=left_out,
         threshold=options.threshold,
         full_threshold=options.full_threshold,
         model=sources[0].store.manifest.model_id if sources else "",
         dense_coverage=1.0 if total == 0 else round(embedded / total, 4),
         static_coverage=0.0 if total == 0 else round(static / total, 4),
     )
+
+
+def _after_its_hit(hits: Sequence[SearchHit], neighbours: Sequence[SearchHit]) -> int:
+    """Where `--expand`'s neighbours go: right after the hit they neighbour (`callee of ID`)."""
+    if not neighbours or not neighbours[0].neighbour_of:
+        return len(hits)
+    of = neighbours[0].neighbour_of.split(" of ", 1)[-1]
+    return next((i + 1 for i, hit in enumerate(hits) if hit.id == of), len(hits))
 
 
 def retrieve_all(

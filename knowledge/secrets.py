@@ -209,15 +209,18 @@ def _secret_groups(kind: str, matches: Iterable[PatternMatch]) -> Iterator[tuple
 MAX_VALUE_CHARS = 4096  # a longer "value" is data (minified code, a blob), not a credential someone assigned
 
 
+_VALUE_GROUPS = ("dq", "sq", "bq", "bare")
+
+
 def _assignments(text: str) -> list[tuple[int, int, str]]:
     found = []
     for match in _ASSIGNMENT.finditer(text):
-        key = match.group("key") or ""
-        if _DESCRIBES_A_SECRET.search(key):
+        key, *values = match.groups()  # (key, dq, sq, bq, bare): one call, not one a group (RE2's are costly)
+        at, value = next((i, v) for i, v in enumerate(values) if v is not None)
+        group = _VALUE_GROUPS[at]
+        if _DESCRIBES_A_SECRET.search(key or "") or len(value) > MAX_VALUE_CHARS:
             continue
-        group = next(name for name in ("dq", "sq", "bq", "bare") if match.group(name) is not None)
-        value = match.group(group) or ""
-        if len(value) > MAX_VALUE_CHARS or (group == "bare" and _REFERENCE.fullmatch(value)):
+        if group == "bare" and _REFERENCE.fullmatch(value):
             continue
         if _looks_secret(value):
             found.append((match.start(group), match.end(group), "secret-assignment"))

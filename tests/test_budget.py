@@ -37,8 +37,12 @@ def test_packing_never_exceeds_the_budget_and_degrades_to_metadata():
         assert used <= budget
         assert used == sum(h.tokens for h in kept)
         assert len(kept) + omitted == len(hits)
-    kept, used, omitted = pack(hits, 30 + 2 * meta, words)
-    assert [h.content is not None for h in kept] == [True, False]
+    # every hit's metadata before any text: nothing is left out while a line of it fits
+    kept, used, omitted = pack(hits, 30 + 5 * meta, words)
+    assert [h.content is not None for h in kept] == [True, False, False, False, False]
+    assert omitted == 0
+    kept, used, omitted = pack(hits, 2 * meta, words)
+    assert [h.content is not None for h in kept] == [False, False]
     assert omitted == 3
 
 
@@ -100,5 +104,43 @@ def test_what_is_printed_fits_the_budget_for_50_questions_on_this_repository(git
             assert data["tokens_used"] - 1 <= tokens(printed) <= data["tokens_used"]  # its own digits, at most
             text = backend.search_text(params)["text"]
             assert tokens(text) <= budget, (question, budget)
-            full += sum(hit["content"] is not None for hit in data["results"])
+            full += sum(hit.get("content") is not None for hit in data["results"])
     assert full > 0  # the budget still carries text, not only pointers
+
+
+@pytest.mark.model
+def test_a_tight_budget_answers_lines_not_nothing_when_the_top_result_has_a_long_caller_list(git_repo, monkeypatch):
+    """569400d: `--json --budget 300` printed `"results": []` on uvicorn (the top code result's metadata alone, its
+    `called_by` list, was ~400 tokens). Now: at least three results, and none left out while a line of it fits."""
+    from knowledge.kb import KnowledgeBase
+    from knowledge.server.backend import LocalBackend
+
+    from .conftest import commit, model_home
+
+    monkeypatch.setenv("KNOWLEDGE_HOME", str(model_home()))
+    monkeypatch.setenv("KNOWLEDGE_MODEL", "all-MiniLM-L6-v2")
+    callers = "".join(
+        f'\n\ndef handler_{i}(request):\n    """Serve route {i}."""\n    return load_config(request.path)\n'
+        for i in range(30)
+    )
+    commit(
+        git_repo,
+        {
+            "app/config.py": 'def load_config(path):\n    """Load the server configuration from a file."""\n'
+            '    return open(path).read()\n\n\ndef save_config(path, text):\n    """Save the server configuration."""\n'
+            "    open(path, 'w').write(text)\n",
+            "app/routes.py": "from app.config import load_config\n" + callers,
+            "docs/config.md": "---\ndescription: config\n---\n# Configuration\n\nThe server configuration is loaded "
+            "from a file at start.\n",
+        },
+    )
+    kb = KnowledgeBase.open(git_repo)
+    kb.reindex_all()
+    backend = LocalBackend(kb, warm=False)
+    tight = backend.search({"query": "load the server configuration", "budget": 300, "threshold": 0})
+    assert len(tight["results"]) >= 3, tight
+    assert tight["tokens_used"] <= 300
+    wide = backend.search({"query": "load the server configuration", "budget": 2000, "threshold": 0})
+    assert wide["over_budget"] == 0  # every result's line fits in 2,000: none left out
+    top = next(r for r in wide["results"] if r.get("symbol") == "load_config")
+    assert len(top["called_by"]) == 30 or top.get("more_callers", 0) + len(top["called_by"]) >= 20

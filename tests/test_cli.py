@@ -72,7 +72,7 @@ def test_search_never_returns_more_tokens_than_the_budget(docs_repo, budget):
     )
     # what is printed is counted: a budget below the envelope's own size gets the envelope alone
     assert data["tokens_used"] <= budget or not data["results"]
-    assert sum(r["tokens"] for r in data["results"]) <= data["tokens_used"]
+    assert sum(r.get("tokens", 0) for r in data["results"]) <= data["tokens_used"]  # a thinned line says none
     assert len(data["results"]) + data["omitted"] >= 1
 
 

@@ -50,6 +50,7 @@ LAYERS = {
     "leaves": (
         "knowledge.fs",
         "knowledge.child",
+        "knowledge.trusted",
         "knowledge.config",
         "knowledge.lexical",
         "knowledge.budget",
@@ -113,6 +114,8 @@ SIDEWAYS = {
     # leaves
     ("knowledge.config", "knowledge.fs"): "the user config file is read and written privately",
     ("knowledge.config", "knowledge.patterns"): "settings' globs and regexes are checked as they will run",
+    ("knowledge.config", "knowledge.trusted"): "what the user allowed a tracked knowledge.toml to decide",
+    ("knowledge.trusted", "knowledge.fs"): "the user's consent is written privately, through the gate",
     ("knowledge.globs", "knowledge.patterns"): "globs compile to linear-time patterns",
     ("knowledge.secrets", "knowledge.patterns"): "`secret_patterns` run in linear time",
     ("knowledge.request", "knowledge.patterns"): "request globs are checked as the settings' are",

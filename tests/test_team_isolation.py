@@ -11,7 +11,8 @@ import sys
 import psycopg
 import pytest
 
-from knowledge.store.pg_schema import StoreUnavailableError, connect, take_lock
+from knowledge.store.pg_locks import take_lock
+from knowledge.store.pg_schema import StoreUnavailableError, connect
 
 from .conftest import commit, git, model_home
 from .test_postgres_store import DOCS, as_role, clone, run_cli

@@ -14,7 +14,7 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from ..records import Chunk, FileProblem, SourceFile
-from ..references import extract, from_front_matter, in_fence
+from ..references import extract, fence_states, from_front_matter
 from .ids import unique_chunk_id
 
 CHUNKER_VERSION = 4  # 3: sections record their references; 4: label lines join the section they label
@@ -291,6 +291,7 @@ def chunk_markdown(source: SourceFile, max_tokens: int, count_tokens: Callable[[
         segments = _segments(section.lines, budget, count_tokens)
         windows = _windows(segments, budget)
         base_id = f"{source.path}#{_slug(section.path[-1]) if section.path else 'top'}"
+        fenced = fence_states(section.lines)
         for part, (start, end) in enumerate(windows):
             # Trim blank lines at the edges so line ranges point at real text.
             while start < end - 1 and not segments[start].text.strip():
@@ -320,7 +321,7 @@ def chunk_markdown(source: SourceFile, max_tokens: int, count_tokens: Callable[[
                     references=tuple(
                         dict.fromkeys(
                             (doc_references if not chunks else ())
-                            + extract(content, source.path, in_fence(section.lines[: segments[start].line]))
+                            + extract(content, source.path, fenced[segments[start].line])
                         )
                     ),
                 )

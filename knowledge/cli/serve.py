@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import threading
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from ..errors import ConfigError, KnowledgeError
 from .context import open_kb
+
+if TYPE_CHECKING:
+    from ..server.backend import LocalBackend
 
 
 def _token(token_file: Path | None) -> str | None:
@@ -82,6 +88,11 @@ def serve_command(
         server.server_close()
 
 
+def _warm_quietly(local: LocalBackend) -> None:
+    with contextlib.suppress(Exception):  # the first tool call meets the same problem and reports it
+        local.kb.model.embedder()
+
+
 @click.command("mcp")
 @click.option("--http", "use_http", is_flag=True, help="Streamable HTTP instead of stdio.")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind with --http.")
@@ -115,7 +126,9 @@ def mcp_command(
 
     def warm_local() -> LocalBackend:
         local = LocalBackend(open_kb(ctx))
-        local.kb.model.embedder()  # warm before the first call
+        # warmed beside the server, not before it: `initialize` is answered at once, and a fresh home's model build
+        # (half a minute) is waited for only by the first tool that needs a vector
+        threading.Thread(target=_warm_quietly, args=(local,), name="knowledge-mcp-warm", daemon=True).start()
         return local
 
     backend = backend_for(remote, warm_local)

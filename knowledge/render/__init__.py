@@ -26,6 +26,10 @@ _CORE_KEYS = frozenset({"id", "path", "kind", "score", "title", "description", "
                         "content", "tokens"})  # fmt: skip
 
 
+# A result thinned to fit the budget: where it is and what it is (`show PATH:START-END` reads it; its place: its rank)
+_THIN_KEYS = frozenset({"path", "line_start", "line_end", "symbol", "section", "thin"})
+
+
 def search_to_dict(response: SearchResponse) -> JsonObject:
     """The versioned JSON schema of docs/json-output.md. The commit every result was indexed at is said once."""
     commits = {hit.commit for hit in response.results}
@@ -39,6 +43,7 @@ def search_to_dict(response: SearchResponse) -> JsonObject:
         "budget": response.budget,
         "tokens_used": response.tokens_used,
         "omitted": response.omitted,
+        "over_budget": response.over_budget,
         "dense_coverage": response.dense_coverage,
         "static_coverage": response.static_coverage,
         **({"commit": shared} if shared else {}),
@@ -47,11 +52,17 @@ def search_to_dict(response: SearchResponse) -> JsonObject:
 
 
 def hit_to_dict(hit: SearchHit) -> JsonObject:
-    """A result as JSON: the core keys always, the others only when set (a null costs an agent tokens, says nothing)."""
+    """A result as JSON: the core keys always, the others only when set (a null costs an agent tokens, says nothing);
+    a result thinned to fit the budget, its line alone (docs/json-output.md)."""
+    if hit.thin:
+        line = {key: value for key, value in asdict(hit).items() if key in _THIN_KEYS and value is not None}
+        if hit.kind == "code":
+            del line["section"]  # "function", "class": the symbol says which
+        return line
     return {
         key: value
         for key, value in asdict(hit).items()
-        if key in _CORE_KEYS or (value is not None and not (key == "stale" and value is False))
+        if key != "thin" and (key in _CORE_KEYS or (value is not None and not (key == "stale" and value is False)))
     }
 
 
@@ -75,6 +86,14 @@ def hit_text(hit: SearchHit) -> str:
     return "\n".join(_hit_lines(hit)) + "\n"
 
 
+def _why_left_out(response: SearchResponse) -> str:
+    beyond_k = response.omitted - response.over_budget
+    why = [f"{beyond_k} beyond -k"] if beyond_k else []
+    if response.over_budget:
+        why.append(f"{response.over_budget} over the budget: --budget N for more, --metadata-only for lines only")
+    return "; ".join(why)
+
+
 def search_to_text(response: SearchResponse) -> str:
     if not response.results:
         return f"No results at or above similarity {response.threshold:.2f} for: {response.query}\n"
@@ -83,7 +102,7 @@ def search_to_text(response: SearchResponse) -> str:
         out.extend(_hit_lines(hit))
     tail = f"{response.tokens_used}/{response.budget} tokens"
     if response.omitted:
-        tail += f", {response.omitted} more result(s) left out"
+        tail += f", {response.omitted} more result(s) left out ({_why_left_out(response)})"
     if response.dense_coverage < 1:
         tail += f"; {response.dense_coverage:.0%} embedded so far"
         if response.static_coverage:
@@ -105,11 +124,18 @@ def _hit_lines(hit: SearchHit) -> list[str]:
     lexical = "  [no vector yet: lexical or static-stage match]" if hit.score is None else ""
     stale = "  [stale: file changed since indexing]" if hit.stale else ""
     out.append(f"[{score}] {shown(hit.path)}:{hit.line_start}-{hit.line_end}  {shown(what)}{via}{lexical}{stale}")
+    if hit.thin:
+        return [*out, ""]
     if hit.drift:
         out.append(f"        drift: {hit.drift}")
-    for label, refs in (("calls", hit.calls), ("called by", hit.called_by)):
+    for label, refs, more in (("calls", hit.calls, hit.more_calls), ("called by", hit.called_by, hit.more_callers)):
         if refs:
-            out.append(f"        {label}: " + ", ".join(_reference(r) for r in refs[:5]))
+            rest = len(refs) - 5 + (more or 0)
+            out.append(
+                f"        {label}: "
+                + ", ".join(_reference(r) for r in refs[:5])
+                + (f" and {rest} more" if rest > 0 else "")
+            )
     if hit.description:
         out.append(f"        {hit.description}")
     if hit.explain is not None:

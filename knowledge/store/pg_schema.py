@@ -28,7 +28,6 @@ from .pg_ddl import (
 )
 
 SCHEMA_VERSION = 7
-LOCK_WAIT_SECONDS = 120  # the longest a writer waits for another writer of its index before it says who holds it
 _MIGRATION_LOCK = 0x4B4E4F57  # advisory lock key held while the schema is created or migrated
 MIGRATION_WAIT_SECONDS = 30.0
 
@@ -239,38 +238,6 @@ def _columns(conn: Connection, table: str) -> list[str]:
         (table,),
     ).fetchall()
     return [str(row[0]) for row in rows]
-
-
-def take_lock(conn: Connection, key: int, what: str, wait_seconds: float = LOCK_WAIT_SECONDS) -> None:
-    """This transaction's advisory lock on `key`, waited for at most `wait_seconds`; then one line naming the session
-    that holds it (never a wait without end: a stalled teammate must not stall this command for ever)."""
-    import psycopg
-
-    conn.execute("SELECT set_config('lock_timeout', %s, true)", (f"{int(wait_seconds * 1000)}ms",))
-    try:
-        with conn.transaction():  # a savepoint: the timeout leaves the outer transaction usable for the message
-            conn.execute("SELECT pg_advisory_xact_lock(%s)", (key,))
-    except psycopg.errors.LockNotAvailable:
-        raise StoreUnavailableError(
-            f"{what}: another writer ({holder_of(conn, key)}) has held its lock for over {wait_seconds:.0f}s; "
-            "try again when it finishes"
-        ) from None
-    finally:
-        conn.execute("SELECT set_config('lock_timeout', '0', true)")
-
-
-def holder_of(conn: Connection, key: int) -> str:
-    """Who holds the advisory lock on `key`, in words, as far as this role may see."""
-    high, low = (key >> 32) & 0xFFFFFFFF, key & 0xFFFFFFFF
-    row = conn.execute(
-        "SELECT l.pid, a.usename, a.application_name FROM pg_locks l LEFT JOIN pg_stat_activity a ON a.pid = l.pid "
-        "WHERE l.locktype = 'advisory' AND l.granted AND l.classid::bigint = %s AND l.objid::bigint = %s "
-        "AND l.objsubid = 1 LIMIT 1",
-        (high, low),
-    ).fetchone()
-    if row is None:
-        return "a session that has since let go"
-    return f"process {row[0]}" + (f" of {row[1]}" if row[1] else "") + (f", {row[2]}" if row[2] else "")
 
 
 def _hnsw_sql(dims: int) -> str:

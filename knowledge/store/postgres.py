@@ -37,6 +37,7 @@ from . import (
     recent_first,
 )
 from .pg_lexemes import add_terms, forget_terms, stems, symbol_key, tsvector_text
+from .pg_locks import publish_live, take_lock
 from .pg_queries import bm25, nearest, nearest_static, vector_array
 from .pg_schema import (
     Connection,
@@ -45,16 +46,12 @@ from .pg_schema import (
     building_pair,
     ensure_vector_index,
     require_grant,
-    take_lock,
 )
 from .pg_vectors import remember, take_cached
 
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
-
-
-LOCK_WAIT_MS = 120_000
 
 
 class PostgresStore:
@@ -111,33 +108,8 @@ class PostgresStore:
         """Make this index the live one of its repository, branch and kind, in one transaction."""
         if not self._building:
             return
-        import psycopg
-
-        t = self.target
-        for attempt in range(3):
-            try:
-                with self._lock, self._conn.transaction():
-                    # the live indexes of this branch, row-locked: only roles that see them can lock them (a hash of
-                    # repository and branch was a key any role could take first)
-                    self._conn.execute("SELECT set_config('lock_timeout', %s, true)", (f"{LOCK_WAIT_MS}ms",))
-                    self._conn.execute(
-                        "SELECT id FROM knowledge_indexes WHERE repository = %s AND branch = %s AND live FOR UPDATE",
-                        (t.repository, t.branch),
-                    )
-                    self._conn.execute(
-                        "DELETE FROM knowledge_indexes WHERE repository = %s AND branch = %s AND kind = %s AND live",
-                        (t.repository, t.branch, t.kind),
-                    )
-                    self._conn.execute("UPDATE knowledge_indexes SET live = true WHERE id = %s", (self.index_id,))
-                break
-            except psycopg.errors.UniqueViolation:
-                if attempt == 2:  # another build of this target published first, each time: say so
-                    raise StoreUnavailableError(f"{t.describe()}: another build kept publishing first") from None
-            except psycopg.errors.LockNotAvailable:
-                raise StoreUnavailableError(
-                    f"{t.describe()}: another build of this branch held it for over {LOCK_WAIT_MS // 1000}s while "
-                    "publishing; run it again"
-                ) from None
+        with self._lock:
+            publish_live(self._conn, self.target, self.index_id)
         self._conn.execute("SELECT pg_advisory_unlock(%s::int, %s::int)", building_pair(self.lock_key))
         self._building = False
 
