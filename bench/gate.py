@@ -201,6 +201,12 @@ for bench, repos in spec["benches"].items():
                     hits = [[h.path, h.line_start, h.line_end, h.content is not None] for h in response.results]
                     rows.append({"hits": hits, "used": response.tokens_used, "budget": response.budget})
                 answers["answer"] = rows
+            if variant == "shipped" and spec.get("efficiency") and bench == "semble-dev":
+                rows = []  # semble's token efficiency: the top 50 at threshold 0, each with its text and tokens
+                for q in queries:
+                    response = kb.search(q["query"], kind=kind, k=50, threshold=0.0, budget=50_000)
+                    rows.append([[h.path, h.line_start, h.line_end, h.tokens] for h in response.results])
+                answers["efficiency"] = rows
             out.setdefault(variant, {}).setdefault(bench, {})[repo] = answers
         setattr(holder, attribute, shipped)
 json.dump(out, open(sys.argv[3], "w"))
@@ -240,6 +246,30 @@ def text_inside(answers: dict, repos: dict[str, tuple[Path, list[dict]]]) -> dic
     return {"text_inside": inside / max(1, total), "over_budget": over, "questions": total}
 
 
+def efficiency(answers: dict, repos: dict[str, tuple[Path, list[dict]]]) -> dict:
+    """semble's token efficiency over the top 50 with text: the tokens read down the list until the first result in a
+    relevant file (its own included), and the share of questions whose relevant file comes within 1,000 tokens."""
+    to_first: list[int] = []
+    within, total = 0, 0
+    for repo, (_, queries) in repos.items():
+        for rows, q in zip(answers[repo]["efficiency"], queries, strict=True):
+            total += 1
+            paths = {t if isinstance(t, str) else t["path"] for t in q["targets"]}
+            read = 0
+            for path, _, _, tokens in rows:
+                read += tokens
+                if any(path == p or path.endswith("/" + p) for p in paths):
+                    to_first.append(read)
+                    within += read <= 1000
+                    break
+    return {
+        "tokens_to_first_mean": statistics.fmean(to_first) if to_first else None,
+        "tokens_to_first_median": statistics.median(to_first) if to_first else None,
+        "within_1k": within / max(1, total),
+        "found_in_50": len(to_first) / max(1, total),
+    }
+
+
 def score(answers: dict, corpora: dict[str, dict[str, tuple[Path, list[dict]]]]) -> dict:
     table: dict = {}
     for bench, repos in corpora.items():
@@ -260,6 +290,16 @@ def score(answers: dict, corpora: dict[str, dict[str, tuple[Path, list[dict]]]])
                     }
         if all("answer" in answers[bench][repo] for repo in repos):
             table[bench]["answer"] = text_inside(answers[bench], repos)
+            per_repo = {  # the default answer itself scored as a ranking: what budget packing costs
+                repo: statistics.fmean(
+                    ndcg(row["hits"], q["targets"])
+                    for row, q in zip(answers[bench][repo]["answer"], queries, strict=True)
+                )
+                for repo, (_, queries) in repos.items()
+            }
+            table[bench]["answer"]["ndcg"] = statistics.fmean(per_repo.values())
+        if all("efficiency" in answers[bench][repo] for repo in repos):
+            table[bench]["efficiency"] = efficiency(answers[bench], repos)
     return table
 
 
@@ -282,6 +322,9 @@ def main() -> None:
     parser.add_argument("--settings", nargs="*", default=list(SETTINGS), help="defaults, threshold0 or both")
     parser.add_argument(
         "--answers", action="store_true", help="also the default answer: how often the target's text is inside it"
+    )
+    parser.add_argument(
+        "--efficiency", action="store_true", help="also semble's token efficiency on semble-dev (top 50 with text)"
     )
     parser.add_argument(
         "--stage",
@@ -341,6 +384,7 @@ def main() -> None:
                     "settings": SETTINGS,
                     "variants": variants,
                     "answers": args.answers,
+                    "efficiency": args.efficiency,
                     "stage": args.stage,
                 }
             )
@@ -387,6 +431,19 @@ def print_table(results: dict) -> None:
         print("\n| side | benchmark | target text inside the default answer | over budget |\n|---|---|---|---|")
         for s, bench, row in answered:
             print(f"| {s} | {bench} | {row['text_inside']:.1%} of {row['questions']} | {row['over_budget']} |")
+        print("\n| side | benchmark | the default answer's nDCG@10 | threshold 0 |\n|---|---|---|---|")
+        for s, bench, row in answered:
+            print(f"| {s} | {bench} | {row['ndcg']:.3f} | {results['sides'][s][bench]['threshold0']['mean']:.3f} |")
+    efficient = [(s, results["sides"][s]["semble-dev"].get("efficiency")) for s in sides if "semble-dev" in rows]
+    if any(row for _, row in efficient):
+        print("\n| side | tokens to the first relevant file (mean / median) | relevant within 1k | found in 50 |")
+        print("|---|---|---|---|")
+        for s, row in efficient:
+            if row and row["tokens_to_first_mean"] is not None:
+                print(
+                    f"| {s} | {row['tokens_to_first_mean']:.0f} / {row['tokens_to_first_median']:.0f} | "
+                    f"{row['within_1k']:.2f} | {row['found_in_50']:.2f} |"
+                )
 
 
 if __name__ == "__main__":

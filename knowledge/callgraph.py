@@ -6,7 +6,7 @@ import re
 from collections import defaultdict
 
 from .quiet import is_quiet
-from .records import Chunk, Reference
+from .records import Chunk, Reference, group_key, is_part
 
 MAX_EDGES = 20
 MAX_SITES = 10  # call sites listed per caller
@@ -14,12 +14,12 @@ NAME_CANDIDATE_DEFINITIONS = 3  # a member call of unknown receiver names a meth
 
 
 def _is_part(chunk: Chunk) -> bool:
-    return "~" in chunk.id.rsplit("#", 1)[-1]
+    return is_part(chunk.id)
 
 
 def _head_id(chunk: Chunk) -> str:
     """The id of the entity's first part (`path#name` for `path#name~3`)."""
-    return chunk.id.rsplit("~", 1)[0] if _is_part(chunk) else chunk.id
+    return group_key(chunk.id)
 
 
 def _ref(chunk: Chunk, resolved: str, sites: list[int] | None = None) -> Reference:

@@ -17,7 +17,7 @@ from .kind import KindIndex
 from .path_gate import Refusal, resolve_inside
 from .patterns import UserPattern, user_regex
 from .ranking.query import qualified_names, scope_words
-from .records import Chunk, FileProblem, SearchHit, SearchResponse
+from .records import Chunk, FileProblem, SearchHit, SearchResponse, is_part
 
 DEFINITIONS_READ = 200  # definitions of a qualified name's last part read, to find the ones its qualifiers name
 
@@ -83,7 +83,7 @@ def _definitions(
         return []
     ((name, ways),) = asked.items()
     keys = index.store.defining([name], DEFINITIONS_READ)
-    chunks = [c for c in index.store.chunks(keys).values() if "~" not in c.id.rsplit("#", 1)[-1]]
+    chunks = [c for c in index.store.chunks(keys).values() if not is_part(c.id)]
     scopes = {c.id: scope_words(c.path, c.parent) for c in chunks}
     known = set().union(*scopes.values()) if scopes else set()
     wanted = {c.id for c in chunks for q in ways if (q & known) and (q & known) <= scopes[c.id]}

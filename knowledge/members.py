@@ -9,7 +9,7 @@ import re
 from collections.abc import Iterable, Sequence
 
 from .chunking.languages import CONTAINERS
-from .records import Chunk
+from .records import Chunk, group_key, is_part
 
 MAX_MEMBERS = 60  # an outline longer than this is cut, with the count of what was left out
 MAX_LEADING = 40  # lines of doc comment and attributes read above a declaration, at most
@@ -28,15 +28,19 @@ def answer_text(chunk: Chunk, same_file: Iterable[Chunk]) -> str:
     if not is_container(chunk):
         return chunk.content
     by_parent: dict[str, list[Chunk]] = {}
+    ends: dict[str, int] = {}  # an entity's last line over all its parts: an outline names its whole range
     for other in same_file:
-        if other.symbol and other.parent and "~" not in other.id and other.id != chunk.id:
+        entity = group_key(other.id)
+        ends[entity] = max(ends.get(entity, 0), other.line_end)
+        if other.symbol and other.parent and not is_part(other.id) and other.id != chunk.id:
             by_parent.setdefault(other.parent, []).append(other)
     lines: list[str] = []
 
     def outline(name: str, depth: int, seen: frozenset[str]) -> None:
         for member in sorted(by_parent.get(name, ()), key=lambda c: c.line_start):
             kind = f"{member.symbol_kind} " if member.symbol_kind else ""
-            lines.append(f"{'  ' * depth}{kind}{member.symbol}  {member.line_start}-{member.line_end}")
+            end = max(member.line_end, ends.get(member.id, 0))
+            lines.append(f"{'  ' * depth}{kind}{member.symbol}  {member.line_start}-{end}")
             if member.symbol_kind in CONTAINERS and member.symbol not in seen:
                 outline(member.symbol, depth + 1, seen | {member.symbol})
 

@@ -1,5 +1,6 @@
-"""One result per entity or section: the parts a long function or section was split into come back as one piece of
-text with the full line range, never as two results that overlap."""
+"""One result per entity or section: the parts a long function or section was split into come back as one result with
+the full line range, never as two results that overlap; its text is the part that matched (with the entity's
+signature and doc comment above it, and a marker where lines are left out), not every part's."""
 
 from __future__ import annotations
 
@@ -7,19 +8,9 @@ import re
 from collections.abc import Sequence
 from dataclasses import replace
 
-from .records import Chunk
+from .records import Chunk, group_key, is_part
 
-_PART = re.compile(r"~\d+$")
-
-
-def group_key(chunk_id: str) -> str:
-    """The id of the whole entity or section: part ids end in `~N` (chunking/ids.py; a C++ `~Name` is a name)."""
-    return _PART.sub("", chunk_id)
-
-
-def is_part(chunk_id: str) -> bool:
-    """Whether the id is that of a second or later part of a split entity or section."""
-    return _PART.search(chunk_id) is not None
+__all__ = ["group_key", "head", "is_part", "matched", "merge"]
 
 
 def _overlap(text: str, following: str) -> int:
@@ -46,3 +37,52 @@ def merge(parts: Sequence[Chunk]) -> Chunk:
         for chunk in ordered[1:]:
             content += ("" if (cut := _overlap(content, chunk.content)) else "\n") + chunk.content[cut:]
     return replace(first, id=group_key(first.id), line_start=start, line_end=end, content=content)
+
+
+HEAD_LINES = 12  # the signature and doc comment read from an entity's first part, at most
+_DECLARATION_END = re.compile(r"[:{]\s*(#.*|//.*)?$|=>\s*$")
+_COMMENT_LINE = re.compile(r"\s*(/\*\*|\*|///|//!|//|#)")
+
+
+def head(text: str) -> str:
+    """The signature of an entity (up to the line that opens its body) and the doc comment right under it."""
+    lines = text.split("\n")[:HEAD_LINES]
+    end = next((i + 1 for i, line in enumerate(lines) if _DECLARATION_END.search(line)), 1)
+    if end >= len(lines):
+        return "\n".join(lines[:end])
+    opening = lines[end].strip()
+    quote = next((q for q in ('"""', "'''") if opening.startswith(q)), None)
+    if quote is not None:  # a docstring: to its closing quotes
+        closing = (
+            end
+            if opening.count(quote) >= 2
+            else next((i for i in range(end + 1, len(lines)) if quote in lines[i]), None)
+        )
+        end = end if closing is None else closing + 1
+    else:  # a comment block under the signature (Rust's //!, a JSDoc block)
+        while end < len(lines) and _COMMENT_LINE.match(lines[end]):
+            end += 1
+    return "\n".join(lines[:end])
+
+
+def matched(parts: Sequence[Chunk], best: Chunk) -> Chunk:
+    """The entity `parts` make, as one result: the whole line range (so `show` and `--expand` reach all of it), and
+    as its text the part that matched, `best`, under the entity's signature and doc comment, with a marker for the
+    lines left out above and below it."""
+    whole = merge(parts)
+    if len(parts) < 2:
+        return whole
+    ordered = sorted(parts, key=lambda c: (c.line_start, c.line_end))
+    first = ordered[0]
+    pieces: list[str] = []
+    if best.line_start > first.line_start:
+        top = head(first.content)
+        shown_to = first.line_start + top.count("\n")
+        pieces.append(top)
+        if best.line_start > shown_to + 1:
+            pieces.append(f"    … lines {shown_to + 1}-{best.line_start - 1} left out")
+    pieces.append(best.content.rstrip("\n"))
+    if best.line_end < whole.line_end:
+        where = f"{whole.path}:{whole.line_start}-{whole.line_end}"
+        pieces.append(f"    … lines {best.line_end + 1}-{whole.line_end} left out (knowledge show {where})")
+    return replace(whole, content="\n".join(pieces))

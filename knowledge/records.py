@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -241,3 +242,18 @@ class FindabilityReport:
     probes: tuple[Probe, ...]
     seconds: float
     lost: tuple[Probe, ...] = field(default_factory=tuple)  # descriptions that do not find their own doc first
+
+
+# The one part-id rule: the second and later parts of a split entity or section end in `~N` (chunking/ids.py). A C++
+# destructor's `~` (`a.cc#Buffer::~Buffer`) is part of a name, never a part number.
+_PART = re.compile(r"~\d+$")
+
+
+def group_key(chunk_id: str) -> str:
+    """The id of the whole entity or section (`path#name` for `path#name~3`)."""
+    return _PART.sub("", chunk_id)
+
+
+def is_part(chunk_id: str) -> bool:
+    """Whether the id is that of a second or later part of a split entity or section."""
+    return _PART.search(chunk_id) is not None

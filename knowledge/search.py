@@ -19,7 +19,7 @@ from .budget import pack
 from .grep import occurrences
 from .kind import KindIndex
 from .members import answer_text, is_container, leading_lines
-from .pieces import group_key, is_part, merge
+from .pieces import group_key, is_part, matched
 from .ranking import RULES, Candidate, carries_text, is_bare_name, passes, relevance
 from .ranking import rank as rank_candidates
 from .records import Chunk, SearchHit, SearchResponse
@@ -251,7 +251,7 @@ def _one_per_entity(above: Pooled, cache: ChunkCache, k: int) -> Pooled:
             continue
         same_file = index.chunks_in(first.path) if index.kind == "code" else index.store.chunks_of_path(first.path)
         parts = [chunk for chunk in same_file if group_key(chunk.id) == entity]
-        cache.of(index)[best.key] = merge(parts or [first])
+        cache.of(index)[best.key] = matched(parts or [first], first)  # the whole range, the matching text
         cosines = [cosine for p in positions if (cosine := above[p][0].cosine) is not None]
         if cosines:  # the entity is as close to the query as its closest part
             best_of[positions[0]] = replace(best, cosine=max(cosines))

@@ -302,3 +302,16 @@ def test_a_rare_word_is_found_lexically_before_any_vector(git_repo):
     top = kb.search("zanzibarwidget", explain=True).results[0]
     assert top.path == "src/helper.py"
     assert top.explain["lexical_rank"] == 1
+
+
+def test_eval_says_n_a_where_no_doc_has_a_description(git_repo):
+    """569400d printed recall 0.000 for descriptions no doc has, a figure that read like a failing score."""
+    commit(
+        git_repo,
+        {"docs/a.md": "# Alpha\n\n## How widgets pack\n\nText.\n", "docs/b.md": "# Beta\n\n## Gears turn\n\nMore.\n"},
+    )
+    run(git_repo, "reindex-all")
+    said = run(git_repo, "eval").output
+    assert "descriptions" in said
+    assert "n/a (no doc has one)" in said
+    assert "recall@1 0.000" not in said.split("\n")[0]

@@ -459,8 +459,9 @@ def test_python_overload_stubs_open_the_function_they_declare():
 
 
 def test_a_split_function_is_one_range_in_every_kind_mix(git_repo):
-    """Only one part of a long function passes the threshold: the result is still the whole function, with code alone
-    and mixed."""
+    """Only one part of a long function passes the threshold: the result is still the whole function's range, with
+    code alone and mixed, and its text the part that matched under the signature (569400d gave every part's text: an
+    answer of 10,558 tokens for one fastapi method), the lines left out said with where to read them."""
     steps = [f"    total += step_{n}(total)" for n in range(60)]
     steps[28] = "    total += pelican_rotation(total)"  # in one window only: windows overlap by a line or two
     text = "def accumulate(total):\n" + "\n".join(steps) + "\n    return total\n"
@@ -475,7 +476,9 @@ def test_a_split_function_is_one_range_in_every_kind_mix(git_repo):
         top = kb.search("pelican rotation", kind=kind, k=3, threshold=0.1).results[0]
         assert (top.symbol, (top.line_start, top.line_end)) == ("accumulate", whole), kind
         assert "pelican" in (top.content or "")
-        assert "step_59(" in (top.content or "")
+        assert top.content.startswith("def accumulate(total):\n    … lines 2-")
+        assert "step_59(" not in top.content  # another part's text: `show` reads it
+        assert top.content.endswith(f"left out (knowledge show src/long.py:1-{whole[1]})")
 
 
 def test_a_cpp_destructor_is_no_part_of_a_split_entity():
@@ -624,3 +627,47 @@ def test_a_go_function_called_through_its_package_lists_its_caller(git_repo):
     assert [(r["name"], r["path"], r["sites"], r["resolved"]) for r in new.called_by] == [
         ("Make", "internal/util/util.go", [6], "name")
     ]
+
+
+def test_a_class_outline_gives_a_split_methods_whole_range(git_repo):
+    """569400d: outlines printed a split method's first part (`handle_events 174-199` where it runs to 270), so an
+    agent that `show`ed it read half a method."""
+    steps = "\n".join(f"        total += self.step_{n}(total)" for n in range(80))
+    text = (
+        'class Engine:\n    """Runs the pelican engine."""\n\n'
+        f"    def handle_events(self, total):\n{steps}\n        return total\n\n"
+        "    def stop(self):\n        return None\n"
+    )
+    commit(git_repo, {"src/engine.py": text})
+    kb = kb_for(git_repo)
+    kb.reindex_all()
+    parts = [
+        c for c in LocalStore.open(git_repo, "code").chunks_of_path("src/engine.py") if c.symbol == "handle_events"
+    ]
+    assert len(parts) > 1
+    whole_end = max(c.line_end for c in parts)
+    top = kb.search("Engine", kind="code", k=3, threshold=0).results[0]
+    assert top.symbol == "Engine"
+    assert f"method handle_events  4-{whole_end}" in (top.content or "")
+
+
+def test_a_cpp_destructor_is_an_entity_not_a_part(git_repo):
+    """The one part-id rule (`~N` at the end): 569400d's outline, call graph and exact answers read any `~` as a part
+    number, so `Buffer::~Buffer` was dropped from its class's outline and cut to `Buffer.` as an entity."""
+    from knowledge.callgraph import _head_id
+    from knowledge.records import group_key, is_part
+
+    source = (
+        "class Buffer {\n public:\n  Buffer() {}\n  ~Buffer() {\n    release();\n  }\n"
+        "  void release() {\n    data_ = nullptr;\n  }\n private:\n  char* data_;\n};\n"
+    )
+    commit(git_repo, {"src/buffer.cc": source})
+    kb = kb_for(git_repo)
+    kb.reindex_all()
+    chunks = {c.symbol: c for c in LocalStore.open(git_repo, "code").chunks_of_path("src/buffer.cc")}
+    destructor = chunks["~Buffer"]
+    assert not is_part(destructor.id)
+    assert group_key(destructor.id) == _head_id(destructor) == destructor.id
+    assert is_part("src/buffer.cc#Buffer.~Buffer~2")
+    outline = kb.search("Buffer", kind="code", threshold=0).results[0].content
+    assert "method ~Buffer  4-6" in outline

@@ -279,7 +279,9 @@ def status_to_text(status: IndexStatus, verbose: bool = False) -> str:
         f"changed:    {len(status.changed_files)} file(s) differ from the index"
         + (": " + ", ".join(status.changed_files[:10]) if status.changed_files else "")
     )
-    if status.reindex_running:
+    if status.reindex_running and status.chunks_pending and not status.embedding_stopped:
+        lines.append("reindex:    the background fill is writing vectors now")
+    elif status.reindex_running:
         lines.append("reindex:    running now (a hook or another command holds the lock)")
     if status.skipped:
         lines.append(f"problems:   {len(status.skipped)}")
@@ -347,6 +349,9 @@ def findability_to_dict(report: FindabilityReport) -> JsonObject:
 def findability_to_text(report: FindabilityReport) -> str:
     out = []
     for name, figures in (("descriptions", report.description), ("section titles", report.title)):
+        if not figures.queries:  # nothing to ask with: no figure, not a 0.000 that reads like a failing score
+            out.append(f"{name:15}    0 queries  n/a (no doc has one)")
+            continue
         out.append(
             f"{name:15} {figures.queries:4} queries  recall@1 {figures.recall_at_1:.3f}  "
             f"recall@5 {figures.recall_at_5:.3f}  MRR {figures.mrr:.3f}"
