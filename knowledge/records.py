@@ -180,6 +180,7 @@ class IndexStatus:
     dense_coverage: float = 1.0
     chunks_pending: int = 0
     embedding_eta_seconds: float | None = None  # while an embedding run is going
+    fill_progress: float | None = None  # while the fill runs: the share it has embedded, committed or not
     embedding_stopped: bool = False  # chunks wait for vectors and no fill holds its lock (killed, or never started)
     static_coverage: float = 0.0  # share of chunks ranked by the static first stage until their vectors arrive
     static_stage: str = ""  # which static table wrote those rows (the index's manifest)

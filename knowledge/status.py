@@ -11,7 +11,7 @@ from . import git
 from .fs import is_locked
 from .kind import KindIndex
 from .records import IndexStatus
-from .store import embed_lock_path, index_dir, lock_path
+from .store import Coverage, embed_lock_path, index_dir, lock_path
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +53,15 @@ def no_index_status(root: Path, store: str) -> IndexStatus:
     )  # fmt: skip
 
 
+def _filled(coverage: Coverage) -> int:
+    """Chunks with a vector once the fill commits what it has embedded (its progress counts from the chunks that were
+    pending when it started)."""
+    progress = coverage.progress
+    if progress is None:
+        return coverage.embedded
+    return max(coverage.embedded, min(coverage.chunks, coverage.chunks - progress.total + progress.done))
+
+
 def index_status(root: Path, store: str, indexes: list[KindIndex], head: str | None, fill: bool = True) -> IndexStatus:
     """The status of existing `indexes` (every kind present); `fill` is the setting (false: first stage only)."""
     manifest = indexes[0].store.manifest
@@ -68,6 +77,8 @@ def index_status(root: Path, store: str, indexes: list[KindIndex], head: str | N
         for c in coverages.values()
         if filling and c.progress and c.progress.eta_seconds is not None
     ]
+    # what the fill has embedded, its batch in flight included: coverage itself moves only as batches are committed
+    done = sum(_filled(c) if filling else c.embedded for c in coverages.values())
     fresh = freshness(root, indexes, head)
     return IndexStatus(
         root=str(root),
@@ -90,6 +101,7 @@ def index_status(root: Path, store: str, indexes: list[KindIndex], head: str | N
         dense_coverage=1.0 if total == 0 else round(embedded / total, 4),
         chunks_pending=total - embedded,
         embedding_eta_seconds=sum(etas) if etas else None,
+        fill_progress=round(done / total, 4) if filling and total and done > embedded else None,
         embedding_stopped=total > embedded and not filling,
         static_coverage=0.0 if total == 0 else round(sum(c.static for c in coverages.values()) / total, 4),
         static_stage=manifest.static_stage,

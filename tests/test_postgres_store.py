@@ -109,6 +109,18 @@ def assert_postings_are_the_tsvectors(conn) -> None:
     assert conn.execute("SELECT count(*) FROM knowledge_postings").fetchone()[0] > 0
 
 
+def team_roles(url: str, group: str = "members") -> tuple[str, str, str]:
+    """A group role and two login roles in it (team_a, team_b), named for this test's database."""
+    suffix = url.rsplit("/", 1)[1][-8:]
+    members, team_a, team_b = (f"{name}_{suffix}" for name in (group, "team_a", "team_b"))
+    with psycopg.connect(url, autocommit=True) as admin:
+        admin.execute("CREATE EXTENSION IF NOT EXISTS vector")
+        admin.execute(f"CREATE ROLE {members} NOLOGIN")
+        admin.execute(f"CREATE ROLE {team_a} LOGIN IN ROLE {members}")
+        admin.execute(f"CREATE ROLE {team_b} LOGIN IN ROLE {members}")
+    return members, team_a, team_b
+
+
 def as_role(url: str, role: str) -> str:
     return url.replace("postgres@", f"{role}@", 1)
 
@@ -126,12 +138,7 @@ def test_team_roles_set_up_as_docs_teams_md_says_index_search_and_cannot_touch_a
     """docs/teams.md's Access recipe, literally: the owner runs `teams setup` and `teams grant`, the teams index
     and search as their own roles (not the owner), and team_b can neither read, grant itself, open, nor poison A."""
     suffix = postgres_url.rsplit("/", 1)[1][-8:]
-    members, team_a, team_b = (f"{name}_{suffix}" for name in ("knowledge_members", "team_a", "team_b"))
-    with psycopg.connect(postgres_url, autocommit=True) as admin:
-        admin.execute("CREATE EXTENSION IF NOT EXISTS vector")
-        admin.execute(f"CREATE ROLE {members} NOLOGIN")
-        admin.execute(f"CREATE ROLE {team_a} LOGIN IN ROLE {members}")
-        admin.execute(f"CREATE ROLE {team_b} LOGIN IN ROLE {members}")
+    members, team_a, team_b = team_roles(postgres_url, "knowledge_members")
     owner_env = {"KNOWLEDGE_STORE": postgres_url}
     code, out = run_cli(origin, owner_env, "teams", "setup", "--role", members, "--dims", "64")
     assert code == 0, out

@@ -239,3 +239,14 @@ def test_plain_progress_off_a_terminal_comes_at_least_every_ten_seconds(capsys):
     assert lines[0].startswith("embedding code: 1/100 (1%), about")
     assert lines[-1].startswith("embedding code: 100/100 (100%)")
     assert 100 * 3 / 10 <= len(lines) <= 100 * 3 / 5 + 2  # every 5-6 s: never quieter than 10 s, never every batch
+
+
+def test_status_counts_what_the_fill_has_embedded_not_only_what_it_committed():
+    """569400d: status sat at 0.0% for minutes while embed.log showed 47% done (coverage moves in commits of 256)."""
+    from knowledge.status import _filled
+    from knowledge.store import Coverage, EmbedProgress
+
+    progress = EmbedProgress(done=470, total=1000, chars_done=0, chars_total=0, chars_per_second=0.0, updated_at=0.0)
+    assert _filled(Coverage(chunks=1000, embedded=0, progress=progress)) == 470
+    assert _filled(Coverage(chunks=1200, embedded=300, progress=progress)) == 670  # 200 had vectors before it began
+    assert _filled(Coverage(chunks=1000, embedded=512)) == 512  # no fill: what is committed

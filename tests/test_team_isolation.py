@@ -15,20 +15,14 @@ from knowledge.store.pg_locks import take_lock
 from knowledge.store.pg_schema import StoreUnavailableError, connect
 
 from .conftest import commit, git, model_home
-from .test_postgres_store import DOCS, as_role, clone, run_cli
+from .test_postgres_store import DOCS, as_role, clone, run_cli, team_roles
 
 
 @pytest.fixture
 def teams(git_repo, tmp_path, postgres_url):
     """The owner's setup: two team roles, A granted a repository (indexed by A), B granted one of its own."""
     commit(git_repo, DOCS)
-    suffix = postgres_url.rsplit("/", 1)[1][-8:]
-    members, team_a, team_b = (f"{name}_{suffix}" for name in ("members", "team_a", "team_b"))
-    with psycopg.connect(postgres_url, autocommit=True) as admin:
-        admin.execute("CREATE EXTENSION IF NOT EXISTS vector")
-        admin.execute(f"CREATE ROLE {members} NOLOGIN")
-        admin.execute(f"CREATE ROLE {team_a} LOGIN IN ROLE {members}")
-        admin.execute(f"CREATE ROLE {team_b} LOGIN IN ROLE {members}")
+    members, team_a, team_b = team_roles(postgres_url)
     owner = {"KNOWLEDGE_STORE": postgres_url}
     assert run_cli(git_repo, owner, "teams", "setup", "--role", members, "--dims", "64")[0] == 0
     code, out = run_cli(git_repo, owner, "teams", "grant", team_a)

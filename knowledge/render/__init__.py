@@ -252,6 +252,7 @@ def status_to_text(status: IndexStatus, verbose: bool = False) -> str:
         ),
         f"built:      {status.built_at} ({_age(status.age_seconds or 0)} ago)",
         f"embedded:   {status.dense_coverage:.1%} of chunks have vectors"
+        + (f" ({status.fill_progress:.1%} embedded by the fill so far)" if status.fill_progress is not None else "")
         + (f" ({status.chunks_pending} pending" if status.chunks_pending else "")
         + (f", about {_age(status.embedding_eta_seconds)} left)" if status.embedding_eta_seconds is not None else "")
         + (
