@@ -77,12 +77,19 @@ exit $status
 class HookState:
     name: str
     path: Path
-    state: str  # "installed", "missing", or "foreign" (someone else's hook; ours is not there)
+    state: str  # "installed", "outdated" (ours, from before -P: reinstall), "missing", or "foreign" (someone else's)
     chained: bool  # an earlier hook is kept as NAME.legacy and runs first
 
 
 def render_hook(python: str | None = None) -> str:
     return TEMPLATE.replace("@PYTHON@", shlex.quote(python or sys.executable))
+
+
+def _safe_path(path: Path) -> bool:
+    try:
+        return "-P -m knowledge" in path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False
 
 
 def is_ours(path: Path) -> bool:
@@ -146,5 +153,7 @@ def status(root: Path) -> list[HookState]:
     for name in HOOK_NAMES:
         path = folder / name
         state = "installed" if is_ours(path) else ("foreign" if path.exists() else "missing")
+        if state == "installed" and not _safe_path(path):
+            state = "outdated"  # an earlier version's hook: its `python -m knowledge` imports a checkout's package
         states.append(HookState(name, path, state, (folder / f"{name}.legacy").exists()))
     return states

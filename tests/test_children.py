@@ -142,3 +142,15 @@ def test_a_planted_package_would_run_without_safe_path(hostile):
     subprocess.run([sys.executable, "-m", "knowledge", "--version"], cwd=root, capture_output=True, timeout=60)
     assert marker.exists()
     git(root, "status")
+
+
+def test_a_hook_written_before_safe_path_is_said_outdated_and_replaced(git_repo):
+    folder = git_repo / ".git" / "hooks"
+    hooks.install(git_repo)
+    old = hooks.render_hook().replace(" -P -m knowledge", " -m knowledge").replace(" -P -c ", " -c ")
+    (folder / "post-commit").write_text(old)
+    states = {s.name: s.state for s in hooks.status(git_repo)}
+    assert states["post-commit"] == "outdated"
+    assert states["post-merge"] == "installed"
+    hooks.install(git_repo)
+    assert {s.state for s in hooks.status(git_repo)} == {"installed"}

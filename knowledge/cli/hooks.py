@@ -21,7 +21,10 @@ def hooks_group() -> None:
 def _print_hook_states(states: list[HookState]) -> None:
     for state in states:
         chained = " (chains the earlier hook, kept as .legacy)" if state.chained else ""
-        click.echo(f"{state.name:<14} {state.state:<10} {state.path}{chained}")
+        outdated = (
+            "  (an earlier version's: `knowledge hooks install` replaces it)" if state.state == "outdated" else ""
+        )
+        click.echo(f"{state.name:<14} {state.state:<10} {state.path}{chained}{outdated}")
 
 
 @hooks_group.command("install")
