@@ -249,7 +249,8 @@ def test_status_is_one_document_on_the_cli_and_over_http(server, repo):
 
 
 def test_slow_header_clients_are_cut_at_the_deadline_and_connections_are_capped(repo, monkeypatch):
-    """569400d: 300 connections trickling their headers each held a thread for 100 s and more, with no cap."""
+    """569400d: 300 connections trickling their headers each held a thread for 100 s and more, with no cap. Now a
+    connection's headers have a deadline and the threads a cap: a request beyond it waits for a slot, not for ever."""
     import socket
     import time
 
@@ -266,16 +267,14 @@ def test_slow_header_clients_are_cut_at_the_deadline_and_connections_are_capped(
         for client in slow:
             client.sendall(b"GET /v1/status HTTP/1.1\r\nHost: 127.0.0.1\r\n")  # and never the blank line
         time.sleep(0.3)
-        extra = socket.create_connection(address, timeout=10)
-        assert extra.recv(100).startswith(b"HTTP/1.1 503")  # the cap: answered at once, no thread
-        extra.close()
         started = time.monotonic()
-        for client in slow:
-            assert client.recv(100) == b""  # cut at the header deadline
-        assert time.monotonic() - started < 5
-        # the threads are back: a whole request is answered
+        # every slot is held: a whole request waits for one (no thread of its own meanwhile), and the slow clients
+        # are cut at the header deadline, so it is answered within about that
         status, _ = call(f"http://{address[0]}:{address[1]}", "/v1/status")
         assert status == 200
+        assert time.monotonic() - started < 5
+        for client in slow:
+            assert client.recv(100) == b""  # cut at the header deadline
     finally:
         httpd.shutdown()
         httpd.server_close()

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 MAX_BODY_BYTES = 64 * 1024
 SOCKET_TIMEOUT_SECONDS = 30
 HEADER_DEADLINE_SECONDS = 10  # a request line and its headers arrive within this, however slowly they trickle
-MAX_CONNECTIONS = 64  # open connections served at once (a thread each); more are answered 503 and closed
+MAX_CONNECTIONS = 256  # open connections served at once (a thread each); more wait for one to close
 
 
 class KnowledgeHTTPServer(ThreadingHTTPServer):
@@ -53,9 +53,10 @@ class KnowledgeHTTPServer(ThreadingHTTPServer):
         self._open = threading.BoundedSemaphore(MAX_CONNECTIONS)
 
     def process_request(self, request: Any, client_address: Any) -> None:  # noqa: ANN401 - socketserver's types
-        """A thread for the connection while fewer than MAX_CONNECTIONS are open; else 503 at once (300 slow clients
-        held 300 threads, without end)."""
-        if not self._open.acquire(blocking=False):
+        """A thread for the connection while fewer than MAX_CONNECTIONS are open; else it waits (in the listen backlog)
+        until one closes, which the header deadline bounds, and only then is answered 503 (300 slow clients held 300
+        threads, without end)."""
+        if not self._open.acquire(timeout=HEADER_DEADLINE_SECONDS + 1):
             with contextlib.suppress(OSError):
                 request.sendall(b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
             self.shutdown_request(request)
