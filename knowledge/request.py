@@ -169,6 +169,8 @@ def _check(name: str, value: object, kind: type, option: Option) -> None:
     elif kind is float:
         if isinstance(value, bool) or not isinstance(value, int | float) or not option.low <= value <= option.high:  # type: ignore[operator]
             raise KnowledgeError(f"{name}: expected a number from {option.low:g} to {option.high:g}, got {value!r}")
+    elif kind is str and not isinstance(value, str):  # JSON may send any value where text is meant
+        raise KnowledgeError(f"{name}: expected a string, got {type(value).__name__}")
     elif option.choices and value not in option.choices:
         raise KnowledgeError(f"{name}: {value!r} is not one of {', '.join(option.choices)}")
 

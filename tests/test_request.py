@@ -96,3 +96,17 @@ def test_one_declaration_makes_every_frontend():
             flag = option.flags[-1]
             argv = ["search", "q", flag] + ([] if kind is bool else ["3" if kind is int else "docs"])
             assert name in warm_search_params(argv)[0], name
+
+
+def test_a_text_option_refuses_a_value_that_is_not_text():
+    """569400d: a free-text `str` option took any JSON value (a list, an object, a number)."""
+    import pytest
+
+    from knowledge.errors import KnowledgeError
+    from knowledge.request import SearchRequest
+
+    for bad in ([1, 2], {"a": 1}, 3):
+        with pytest.raises(KnowledgeError, match="match: expected a string|match: .* is not one of"):
+            SearchRequest.from_params({"query": "x", "match": bad})
+    with pytest.raises(KnowledgeError, match="kind: expected a string"):
+        SearchRequest.from_params({"query": "x", "kind": ["docs"]})
