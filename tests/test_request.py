@@ -106,7 +106,7 @@ def test_a_text_option_refuses_a_value_that_is_not_text():
     from knowledge.request import SearchRequest
 
     for bad in ([1, 2], {"a": 1}, 3):
-        with pytest.raises(KnowledgeError, match="match: expected a string|match: .* is not one of"):
+        with pytest.raises(KnowledgeError, match=r"match: expected a string|match: .* is not one of"):
             SearchRequest.from_params({"query": "x", "match": bad})
     with pytest.raises(KnowledgeError, match="kind: expected a string"):
         SearchRequest.from_params({"query": "x", "kind": ["docs"]})
