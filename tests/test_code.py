@@ -671,3 +671,24 @@ def test_a_cpp_destructor_is_an_entity_not_a_part(git_repo):
     assert is_part("src/buffer.cc#Buffer.~Buffer~2")
     outline = kb.search("Buffer", kind="code", threshold=0).results[0].content
     assert "method ~Buffer  4-6" in outline
+
+
+def test_a_method_called_through_a_local_alias_of_an_attribute_lists_its_caller(git_repo):
+    """569400d: `called_by` of uvicorn's `Config.load` missed its main caller, `Server._serve`
+    (`config = self.config; config.load()`)."""
+    commit(
+        git_repo,
+        {
+            "app/__init__.py": "",
+            "app/config.py": 'class Config:\n    def load(self):\n        """Load the configuration."""\n'
+            "        return {}\n",
+            "app/server.py": "from app.config import Config\n\n\nclass Server:\n"
+            "    def __init__(self, config: Config):\n        self.config = config\n\n"
+            "    def _serve(self):\n        config = self.config\n        config.load()\n",
+        },
+    )
+    kb = kb_for(git_repo)
+    kb.reindex_all()
+    hit = next(h for h in kb.search("load the configuration", kind="code", threshold=0).results if h.symbol == "load")
+    callers = {(ref["name"], ref["resolved"]) for ref in hit.called_by or ()}
+    assert ("Server._serve", "exact") in callers

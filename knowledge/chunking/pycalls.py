@@ -120,6 +120,22 @@ def _local_types(
     return types
 
 
+def _aliases(function: ast.FunctionDef | ast.AsyncFunctionDef, attributes: dict[str, str]) -> dict[str, str]:
+    """Local name -> class for `config = self.config` where the class knows `self.config`'s (uvicorn's
+    `Server._serve`: `config = self.config; config.load()`)."""
+    return {
+        node.targets[0].id: attributes[node.value.attr]
+        for node in ast.walk(function)
+        if isinstance(node, ast.Assign)
+        and len(node.targets) == 1
+        and isinstance(node.targets[0], ast.Name)
+        and isinstance(node.value, ast.Attribute)
+        and isinstance(node.value.value, ast.Name)
+        and node.value.value.id == "self"
+        and node.value.attr in attributes
+    }
+
+
 def python_calls(source: str, path: str) -> dict[int, set[str]]:
     """Exact targets of the calls in each function or method, keyed by its 1-based first line (decorators excluded):
     `self.m()`, `f()` and `mod.f()` of imported names, and `x.m()` / `self.x.m()` where `x`'s class is known from an
@@ -153,7 +169,7 @@ def python_calls(source: str, path: str) -> dict[int, set[str]]:
             if isinstance(child, ast.ClassDef):
                 visit(child, child.name, _attribute_types(child, value_type))
             elif isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef):
-                local = _local_types(child, value_type)
+                local = {**_aliases(child, attributes), **_local_types(child, value_type)}
                 targets: set[str] = set()
                 for call in ast.walk(child):
                     if not isinstance(call, ast.Call):
