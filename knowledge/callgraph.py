@@ -101,13 +101,18 @@ class CallGraph:
         if where.startswith("module:"):
             module = where[len("module:") :].replace(".", "/")
             suffixes = (f"{module}.py", f"{module}/__init__.py")
-            return [
+            found = [
                 c
                 for c in self._by_name.get(name, [])
                 if c.path.endswith(suffixes)
                 and c.parent == parent
                 and (c.path in suffixes or c.path.endswith(tuple("/" + s for s in suffixes)))
             ]
+            if found or not parent:
+                return found
+            # `from pkg import Config`, where pkg/__init__.py re-exports the class from one of its modules
+            inside = f"/{module}/"
+            return [c for c in self._by_name.get(name, []) if c.parent == parent and inside in f"/{c.path}"]
         return [c for c in self._by_name.get(name, []) if c.path == where and c.parent == parent]
 
     def _exact_targets(self) -> dict[str, list[Chunk]]:

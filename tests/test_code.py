@@ -692,3 +692,22 @@ def test_a_method_called_through_a_local_alias_of_an_attribute_lists_its_caller(
     hit = next(h for h in kb.search("load the configuration", kind="code", threshold=0).results if h.symbol == "load")
     callers = {(ref["name"], ref["resolved"]) for ref in hit.called_by or ()}
     assert ("Server._serve", "exact") in callers
+
+
+def test_a_method_of_a_class_imported_through_its_package_lists_its_caller(git_repo):
+    """569400d: `LifespanOn.__init__` (the class imported through a package re-export, `from app import Config`) was
+    missing from `called_by` of `Config.load`."""
+    commit(
+        git_repo,
+        {
+            "app/__init__.py": "from app.config import Config\n\n__all__ = ['Config']\n",
+            "app/config.py": 'class Config:\n    def load(self):\n        """Load the configuration."""\n'
+            "        return {}\n",
+            "app/lifespan.py": "from app import Config\n\n\nclass LifespanOn:\n"
+            "    def __init__(self, config: Config):\n        config.load()\n",
+        },
+    )
+    kb = kb_for(git_repo)
+    kb.reindex_all()
+    hit = next(h for h in kb.search("load the configuration", kind="code", threshold=0).results if h.symbol == "load")
+    assert ("LifespanOn.__init__", "exact") in {(ref["name"], ref["resolved"]) for ref in hit.called_by or ()}
