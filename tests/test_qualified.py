@@ -127,3 +127,23 @@ def test_exact_mode_answers_a_qualified_name_no_line_spells_with_the_definition_
     commit(kb.root, {"src/cli/main.py": "def run(cmd, ctx):\n    return Command.invoke(cmd, ctx)\n"})
     kb.reindex_changes()
     assert [(h.path, h.match_line) for h in kb.search("Command.invoke", exact=True).results] == [("src/cli/main.py", 2)]
+
+
+def test_a_private_name_asked_by_its_spelling_is_answered_by_its_definition(git_repo):
+    """569400d: `Server._serve` ranked `Server.serve` first (names were compared without their underscores, so
+    `_serve` and `serve` were one name)."""
+    source = (
+        "class Server:\n    def serve(self, sockets=None):\n        return self._serve(sockets)\n\n"
+        "    def _serve(self, sockets=None):\n        self.startup(sockets)\n\n"
+        "    def startup(self, sockets):\n        return sockets\n"
+    )
+    commit(git_repo, {"app/server.py": source})
+    kb = KnowledgeBase.open(git_repo, embedder_factory=lambda s: HashingEmbedder())
+    kb.reindex_all()
+    for query, first in (
+        ("Server._serve", "_serve"),
+        ("_serve", "_serve"),
+        ("Server.serve", "serve"),
+        ("serve", "serve"),
+    ):
+        assert kb.search(query, kind="code", threshold=0).results[0].symbol == first, query

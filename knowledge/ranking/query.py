@@ -59,6 +59,21 @@ def asked_names(query: str) -> set[str]:
     return {name_key(last) for n in names if (last := _SEPARATOR.split(n)[-1])}
 
 
+def underscores(name: str) -> int:
+    """How many underscores a name starts with: `_serve` is not `serve` (a private helper beside its public caller)."""
+    return len(name) - len(name.lstrip("_"))
+
+
+def written_underscores(query: str) -> dict[str, set[int]]:
+    """Each asked name (`name_key`) -> the leading underscores the query wrote it with."""
+    out: dict[str, set[int]] = {}
+    for token in [*_NAME_TOKEN.findall(query), *re.findall(r"`([^`]+)`", query)]:
+        last = _SEPARATOR.split(token.strip())[-1]
+        if last:
+            out.setdefault(name_key(last), set()).add(underscores(last))
+    return out
+
+
 def qualified_names(query: str) -> dict[str, list[frozenset[str]]]:
     """For each qualified name the query holds (`Command.invoke`, `Framework::Helpers`, `League\\Flysystem\\Filesystem`,
     `Foo.Bar#baz`, `backticked` ones too): its last part -> the qualifiers written before it (each as `name_key`)."""

@@ -33,6 +33,8 @@ from .query import (
     scope_words,
     stem_words,
     type_named,
+    underscores,
+    written_underscores,
 )
 
 _CALLABLE = frozenset({"function", "method"})
@@ -76,6 +78,11 @@ def _defines(context: Context, scores: Sequence[float]) -> dict[int, float]:
         spelled = next((x for x in (chunk.symbol, *chunk.names) if x and name_key(x) in context.names), "")
         if spelled:
             found.append((n, chunk, spelled, name_key(spelled)))
+    # `Server._serve` asks for `_serve`, not for `serve` beside it: where a definition is spelled as the query wrote
+    # the name (leading underscores too), the ones spelled otherwise define another name
+    written = written_underscores(context.query)
+    as_written = {key for _, _, spelled, key in found if underscores(spelled) in written.get(key, ())}
+    found = [f for f in found if f[3] not in as_written or underscores(f[2]) in written[f[3]]]
     qualified = _qualified_definitions(context, found)
     out: dict[int, float] = {}
     for n, chunk, spelled, symbol in found:
