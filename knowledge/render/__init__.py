@@ -198,9 +198,12 @@ def report_summary(report: IndexReport) -> str:
         line += f"; {len(report.skipped)} skipped"
     # Secrets in tests and fixtures are there on purpose: `status` counts them, the summary of every run does not
     redactions = [p for p in report.warnings if p.is_redaction and not _in_tests(p.path)]
+    in_tests = sum(p.is_redaction and _in_tests(p.path) for p in report.warnings)
     if redactions:
         files = len({p.path for p in redactions})
-        line += f"; {len(redactions)} secret(s) redacted in {files} file(s) (`knowledge status --verbose` lists them)"
+        line += f"; {len(redactions)} secret(s) redacted in {files} file(s)"
+        line += f", {in_tests} more in tests and fixtures" if in_tests else ""
+        line += " (`knowledge status --verbose` lists them)"
     return line
 
 
@@ -289,8 +292,11 @@ def status_to_text(status: IndexStatus, verbose: bool = False) -> str:
         lines.extend(f"  {shown(str(p))}" for p in status.skipped)
     if status.redactions:
         files = len({p.path for p in status.redactions})
+        in_tests = sum(_in_tests(p.path) for p in status.redactions)
         lines.append(
-            f"secrets:    {len(status.redactions)} redacted in {files} file(s) (setting `redact_secrets`)"
+            f"secrets:    {len(status.redactions)} redacted in {files} file(s)"
+            + (f" ({in_tests} of them in tests and fixtures, which reindex counts apart)" if in_tests else "")
+            + " (setting `redact_secrets`)"
             + ("" if verbose else "; --verbose lists them")
         )
         if verbose:
