@@ -6,7 +6,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import replace
 
-from .records import Chunk, SearchHit
+from .records import Chunk, SearchHit, is_part
 from .references import distinctive, is_history, split
 
 
@@ -46,7 +46,9 @@ _SUMMARY = re.compile(r'(?:"""|\'\'\'|/\*\*?|//+|#+)\s*([^\n*"\']{8,}?)(?:\.\s|\
 def _entities(target: str, code: dict[int, Chunk], known_paths: set[str]) -> tuple[str | None, list[Chunk]]:
     """The path and the entities `target` names: the one at a line, the ones of a symbol, or a file's."""
     path, line, symbol = parse_target(target, known_paths | {c.path for c in code.values()})
-    entities = [c for c in code.values() if c.symbol and (path is None or c.path == path)]
+    # an entity split in parts is one entity: its first part stands for it (a long `Config.load` was two, so no doc
+    # was looked for by meaning)
+    entities = [c for c in code.values() if c.symbol and not is_part(c.id) and (path is None or c.path == path)]
     if line is not None:
         around = [c for c in entities if c.line_start <= line <= c.line_end]
         entities = sorted(around, key=lambda c: c.line_end - c.line_start)[:1]

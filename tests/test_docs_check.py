@@ -414,3 +414,25 @@ def test_docs_for_finds_the_section_that_documents_a_function_by_what_it_does(gi
     assert hits[0].section == "Options > Values from environment variables"
     assert hits[0].reference.startswith("about: resolve envvar value: Find the value in the environment variable")
     assert kb.docs_for("src/core.py") == []  # a whole file is asked by its references only
+
+
+def test_docs_for_a_long_method_no_doc_names_falls_back_to_meaning(git_repo):
+    """569400d: `docs-for Config.load` answered "No doc section refers to it" for a method long enough to be split
+    in parts (two entities by that name, so no search by meaning), where usage.md promises the fallback."""
+    steps = "\n".join(f"        self.value_{n} = read_setting('{n}')" for n in range(80))
+    commit(
+        git_repo,
+        {
+            "app/config.py": 'class Config:\n    def load(self):\n        """Read the settings file into the config."""\n'
+            f"{steps}\n        return self\n",
+            "docs/settings.md": "---\ndescription: settings\n---\n# Settings\n\n## Reading the settings file\n\n"
+            "The config reads the settings file when it loads.\n",
+        },
+    )
+    kb = open_kb(git_repo)
+    kb.reindex_all()
+    assert len([c for c in kb.index("code").store.chunks_of_path("app/config.py") if c.symbol == "load"]) > 1
+    found = kb.docs_for("Config.load")
+    assert found
+    assert found[0].path == "docs/settings.md"
+    assert found[0].reference.startswith("about: load")
