@@ -423,7 +423,8 @@ def test_docs_for_a_long_method_no_doc_names_falls_back_to_meaning(git_repo):
     commit(
         git_repo,
         {
-            "app/config.py": 'class Config:\n    def load(self):\n        """Read the settings file into the config."""\n'
+            "app/config.py": "class Config:\n    def load(self):\n"
+            '        """Read the settings file into the config."""\n'
             f"{steps}\n        return self\n",
             "docs/settings.md": "---\ndescription: settings\n---\n# Settings\n\n## Reading the settings file\n\n"
             "The config reads the settings file when it loads.\n",
