@@ -24,7 +24,7 @@ MATCH_MODES = ("word", "substring", "regex")
 MAX_CONTEXT = 20
 MAX_K = 100
 MAX_BUDGET = 50_000
-MAX_QUERY_CHARS = 4_000
+MAX_QUERY_CHARS = 64_000  # a pasted issue or task, tracebacks and all (tens of KB): a long question is no error
 MAX_FILTERS = 20  # globs or languages per filter
 MAX_FILTER_CHARS = 200
 

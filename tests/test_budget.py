@@ -144,3 +144,27 @@ def test_a_tight_budget_answers_lines_not_nothing_when_the_top_result_has_a_long
     assert wide["over_budget"] == 0  # every result's line fits in 2,000: none left out
     top = next(r for r in wide["results"] if r.get("symbol") == "load_config")
     assert len(top["called_by"]) == 30 or top.get("more_callers", 0) + len(top["called_by"]) >= 20
+
+
+def test_a_pasted_issue_is_a_question_and_its_echo_spends_no_budget(git_repo):
+    """569400d refused a 5,820-character issue ("at most 4,000"), and a 3,188-character one answered one file: the
+    JSON echoed the query, 1,890 of the 2,000 tokens."""
+    from knowledge.kb import KnowledgeBase
+    from knowledge.server.backend import LocalBackend
+
+    from .conftest import HashingEmbedder, commit
+
+    pages = {
+        f"docs/p{n}.md": f"---\ndescription: page {n}\n---\n# Page {n}\n\nThe widget {n} packs gears.\n"
+        for n in range(8)
+    }
+    commit(git_repo, pages)
+    kb = KnowledgeBase.open(git_repo, embedder_factory=lambda s: HashingEmbedder())
+    kb.reindex_all()
+    issue = "Widgets do not pack gears after the upgrade.\n\n" + "Traceback line: widget gears pack failed\n" * 500
+    assert len(issue) > 20_000
+    data = LocalBackend(kb, warm=False).search({"query": issue, "budget": 2000, "threshold": 0})
+    assert data["query_chars"] == len(issue)
+    assert len(data["query"]) <= 202
+    assert len(data["results"]) >= 5
+    assert data["tokens_used"] <= 2000

@@ -30,13 +30,21 @@ _CORE_KEYS = frozenset({"id", "path", "kind", "score", "title", "description", "
 _THIN_KEYS = frozenset({"path", "line_start", "line_end", "symbol", "section", "thin"})
 
 
+ECHO_CHARS = 200  # of a long question, what the answer echoes: the echo must not spend the budget on itself
+
+
+def echoed(query: str) -> str:
+    return query if len(query) <= ECHO_CHARS else query[:ECHO_CHARS].rstrip() + " …"
+
+
 def search_to_dict(response: SearchResponse) -> JsonObject:
     """The versioned JSON schema of docs/json-output.md. The commit every result was indexed at is said once."""
     commits = {hit.commit for hit in response.results}
     shared = commits.pop() if len(commits) == 1 else None
     return {
         "format_version": SEARCH_FORMAT_VERSION,
-        "query": response.query,
+        "query": echoed(response.query),
+        **({"query_chars": len(response.query)} if len(response.query) > ECHO_CHARS else {}),
         "model": response.model,
         "threshold": response.threshold,
         "full_threshold": response.full_threshold,
@@ -96,7 +104,7 @@ def _why_left_out(response: SearchResponse) -> str:
 
 def search_to_text(response: SearchResponse) -> str:
     if not response.results:
-        return f"No results at or above similarity {response.threshold:.2f} for: {response.query}\n"
+        return f"No results at or above similarity {response.threshold:.2f} for: {shown(echoed(response.query))}\n"
     out: list[str] = []
     for hit in response.results:
         out.extend(_hit_lines(hit))
