@@ -102,9 +102,13 @@ def _query_embedder(
 
 
 def _static_stage(request: SearchRequest, sources: Sequence[KindIndex], model: Model) -> StaticStage | None:
+    return None if request.exact else static_stage(sources, model)
+
+
+def static_stage(sources: Sequence[KindIndex], model: Model) -> StaticStage | None:
     """The static stage, for sources holding its rows; None when no source has any, or when a source's rows are
     another table's (until the next reindex rebuilds them)."""
-    if request.exact or not any(index.coverage().static_rows for index in sources):
+    if not any(index.coverage().static_rows for index in sources):
         return None
     stage = model.static()
     if stage is not None and any(

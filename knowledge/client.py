@@ -46,26 +46,39 @@ class RemoteBackend:
         except (urllib.error.URLError, OSError) as exc:
             raise KnowledgeError(f"{self.url}: cannot reach the server ({getattr(exc, 'reason', exc)})") from exc
 
+    def call(self, operation: str, params: JsonObject | None = None) -> JsonObject:
+        """One operation of the table (operations.py) at its route."""
+        from .operations import BY_NAME
+
+        declared = BY_NAME[operation]
+        return self._call(declared.method, declared.route, params if declared.method == "POST" else None)
+
     def search(self, params: JsonObject) -> JsonObject:
-        return self._call("POST", "/v1/search", params)
+        return self.call("search", params)
 
     def search_text(self, params: JsonObject) -> JsonObject:
-        return self._call("POST", "/v1/search-text", params)
+        return self.call("search_text", params)
+
+    def locate(self, params: JsonObject) -> JsonObject:
+        return self.call("locate", params)
+
+    def locate_text(self, params: JsonObject) -> JsonObject:
+        return self.call("locate_text", params)
 
     def source(self, params: JsonObject) -> JsonObject:
-        return self._call("POST", "/v1/source", params)
+        return self.call("source", params)
 
     def status(self) -> JsonObject:
-        return self._call("GET", "/v1/status")
+        return self.call("status")
 
     def docs_for_file(self, params: JsonObject) -> JsonObject:
-        return self._call("POST", "/v1/docs-for-file", params)
+        return self.call("docs_for_file", params)
 
     def docs_for(self, params: JsonObject) -> JsonObject:
-        return self._call("POST", "/v1/docs-for", params)
+        return self.call("docs_for", params)
 
     def reindex(self, params: JsonObject) -> JsonObject:
-        return self._call("POST", "/v1/reindex", params)
+        return self.call("reindex", params)
 
     def llms_txt(self) -> JsonObject:
-        return self._call("GET", "/v1/llms-txt")
+        return self.call("llms_txt")

@@ -158,6 +158,7 @@ class Settings:
     rank_rules: bool = True  # the code ranking rules (definition, file names, path priors, variety)
     drift_changelogs: bool = False  # a changelog's broken references fail `drift` too (they name old APIs by design)
     fill: bool = True  # false: the index stays at the first stage (static + lexical), no transformer vector is made
+    history: bool = True  # the commits' messages and files, kept by every reindex as evidence for `locate`
     secret_patterns: tuple[str, ...] = ()  # regular expressions redacted besides the built-in detectors
     secret_files: tuple[str, ...] = DEFAULT_SECRET_FILES  # file-name globs never read
     store: str = "local"  # "local" (.knowledge/) or a postgresql:// URL of a shared database (no password in it)
@@ -178,6 +179,7 @@ ENV_VARS: dict[str, tuple[str, ...]] = {
     "rank_rules": ("KNOWLEDGE_RANK_RULES",),
     "drift_changelogs": ("KNOWLEDGE_DRIFT_CHANGELOGS",),
     "fill": ("KNOWLEDGE_FILL",),
+    "history": ("KNOWLEDGE_HISTORY",),
     "store": ("KNOWLEDGE_STORE",),
     "store_repository": ("KNOWLEDGE_STORE_REPOSITORY",),
 }
@@ -218,7 +220,7 @@ def _coerce(name: str, value: Any, origin: str) -> Any:  # noqa: ANN401 - valida
                 except PatternError as exc:
                     raise fail(str(exc)) from None
             return tuple(value)
-        if name in {"redact_secrets", "rank_rules", "drift_changelogs", "fill"}:
+        if name in {"redact_secrets", "rank_rules", "drift_changelogs", "fill", "history"}:
             if isinstance(value, bool):
                 return value
             if str(value).lower() in {"1", "true", "yes", "on"}:

@@ -52,11 +52,13 @@ def check_ignore(root: Path, rel: str) -> tuple[int, str]:
     return result.returncode, lines[0] if lines else f"exit {result.returncode}"
 
 
-def run_git(cwd: Path, *args: str) -> str:
-    """stdout of `git args` in `cwd`; raises GitError (a CalledProcessError with a one-line message) on failure."""
+def run_git(cwd: Path, *args: str, stdin: str | None = None) -> str:
+    """stdout of `git args` in `cwd` (fed `stdin`); raises GitError (a CalledProcessError with a one-line message) on
+    failure."""
     try:
         result = subprocess.run(
             ["git", *args],
+            input=stdin,
             cwd=cwd,
             env=_env(),
             capture_output=True,

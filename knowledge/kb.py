@@ -7,9 +7,10 @@ import contextlib
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 
-from . import drift_notes, git, serving
+from . import drift_notes, git, history, serving
 from .answer import answer
 from .chunking import CHUNKER_VERSION
 from .config import MODEL_VARIANTS, Settings, load_settings
@@ -26,6 +27,7 @@ from .git import recently_changed, repo_root
 from .indexer import Indexer, ProgressCallback, merge_reports, open_cache
 from .kind import KindIndex
 from .llms_txt import LLMS_FULL, LLMS_TXT, doc_entries, render_llms_full, render_llms_txt
+from .locate_answer import answer_locate
 from .model_access import EmbedderFactory, ModelAccess
 from .path_gate import resolve_inside
 from .records import (
@@ -35,11 +37,14 @@ from .records import (
     FindabilityReport,
     IndexReport,
     IndexStatus,
+    LocatedFile,
+    LocateResponse,
     SearchHit,
     SearchResponse,
     SourceText,
 )
-from .request import SearchRequest
+from .render.locate import located_json
+from .request import LocateRequest, SearchRequest
 from .status import index_status, no_index_status
 from .store import lock_path
 from .store.engines import Engine, engine_for
@@ -172,6 +177,8 @@ class KnowledgeBase:
             indexer = self._indexer(on_progress)
             commit = self._head()
             reports = [indexer.rebuild(kind, commit)[1] for kind in KINDS]
+            if self.settings.history:
+                history.keep(self.root)
         result = self.embed_pending(on_progress, compact=True) if embed else None
         return self.completed(merge_reports(reports, started), result)
 
@@ -187,6 +194,8 @@ class KnowledgeBase:
         with self._writer_lock():
             commit = self._head()
             reports = [self._update_kind(kind, paths, worktree, commit, on_progress) for kind in KINDS]
+            if self.settings.history:
+                history.keep(self.root)
         result = self.embed_pending(on_progress) if embed and any(r.chunks_pending for r in reports) else None
         return self.completed(merge_reports(reports, started), result)
 
@@ -287,6 +296,15 @@ class KnowledgeBase:
         kinds = KINDS if request.kind == "all" else (request.kind,)
         sources = self.indexes(kinds)
         return answer(request, sources, self.model, self.settings, self.is_stale, lambda: self.index("docs"))
+
+    def locate(
+        self, request: LocateRequest | str, printed: Callable[[LocatedFile], str] = located_json, **fields: object
+    ) -> LocateResponse:
+        """The files to change for an issue or task text, best first, as many as the budget holds `printed`."""
+        if isinstance(request, str):
+            request = LocateRequest(request, **fields)  # type: ignore[arg-type]
+        past = partial(history.files_like, self.root) if self.settings.history else None
+        return answer_locate(request, self.indexes(KINDS), self.settings, self.model, printed, past)
 
     # ---- docs that check themselves -----------------------------------------------------------------------------
     def _code_chunks(self) -> dict[int, Chunk]:

@@ -146,6 +146,44 @@ class SearchResponse:
 
 
 @dataclass(frozen=True, slots=True)
+class LocateEvidence:
+    """Why a file is in a `locate` answer: the signal (frame, path, name, message, words, meaning, history) and what
+    it matched (the frame, the name, the message, the commit)."""
+
+    signal: str
+    detail: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class LocatedEntity:
+    """A function, class or doc section of a located file that drew evidence."""
+
+    id: str
+    name: str
+    line_start: int
+    line_end: int
+
+
+@dataclass(frozen=True, slots=True)
+class LocatedFile:
+    path: str
+    score: float
+    evidence: tuple[LocateEvidence, ...]
+    entities: tuple[LocatedEntity, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class LocateResponse:
+    """Where to change for an issue: files best first, each with its evidence and entities, inside the budget."""
+
+    query_chars: int
+    files: tuple[LocatedFile, ...]
+    tokens_used: int
+    budget: int
+    omitted: int  # files left out by the budget
+
+
+@dataclass(frozen=True, slots=True)
 class Progress:
     """A progress tick for long work: `done` of `total` units in `stage`."""
 

@@ -102,19 +102,7 @@ class SearchRequest:
     )
 
     def __post_init__(self) -> None:
-        if not isinstance(self.query, str):
-            raise KnowledgeError("query: expected a non-empty string")
-        if not self.query.strip():
-            raise KnowledgeError("the query is empty")
-        check_text("query", self.query)
-        if len(self.query) > MAX_QUERY_CHARS:
-            raise KnowledgeError(f"query: {len(self.query):,} characters; at most {MAX_QUERY_CHARS:,}")
-        for name, kind, option in request_options():
-            value = getattr(self, name)
-            if kind is tuple:
-                object.__setattr__(self, name, _checked_list(name, value))
-            elif value is not None:
-                _check(name, value, kind, option)
+        _validate(self)
 
     @property
     def filtered(self) -> bool:
@@ -123,29 +111,92 @@ class SearchRequest:
     @classmethod
     def from_params(cls, params: JsonObject) -> SearchRequest:
         """From JSON parameters (HTTP body, MCP arguments); unknown names are refused."""
-        known = set(cls.__dataclass_fields__)
-        unknown = sorted(set(params) - known)
-        if unknown:
-            raise KnowledgeError(f"unknown search parameter(s): {', '.join(unknown)}")
-        if params.get("query") is None:
-            raise KnowledgeError("query: expected a non-empty string")
-        values = {name: value for name, value in params.items() if value is not None}
-        return cls(**values)
+        return _from_params(cls, params, "search")
 
     def to_params(self) -> JsonObject:
         """JSON parameters with only what was asked (None and defaults left out)."""
-        defaults = SearchRequest("x")
-        return {
-            name: list(value) if isinstance(value, tuple) else value
-            for name, value in asdict(self).items()
-            if name == "query" or (value is not None and value != getattr(defaults, name))
-        }
+        return _to_params(self, SearchRequest("x"))
 
 
-def request_options() -> Iterator[tuple[str, type, Option]]:
-    """(name, base type: bool, int, float, str or tuple, Option) of every option of a search, in declaration order."""
-    hints = typing.get_type_hints(SearchRequest)
-    for declared in fields(SearchRequest):
+@dataclass(frozen=True, slots=True)
+class LocateRequest:
+    """An issue or task text in, the files (their functions, classes, sections) to change out: `knowledge locate`."""
+
+    query: str
+    k: int | None = _option(None, "Most files to return (default 10).", flags=("-k", "--top-k"), low=1, high=MAX_K)
+    budget: int | None = _option(
+        None, "Token budget for everything printed, counted in the model's tokens (default 2000).",
+        flags=("--budget",), low=1, high=MAX_BUDGET,
+    )  # fmt: skip
+    paths: tuple[str, ...] = _option(
+        (), "Only files whose path matches one of these globs (repeatable; `src/**`).", flags=("--path",),
+        metavar="GLOB",
+    )  # fmt: skip
+    exclude: tuple[str, ...] = _option(
+        (), "No files whose path matches one of these globs (repeatable; `tests/**`).", flags=("--exclude",),
+        metavar="GLOB",
+    )  # fmt: skip
+
+    def __post_init__(self) -> None:
+        _validate(self)
+
+    @property
+    def filtered(self) -> bool:
+        return bool(self.paths or self.exclude)
+
+    @classmethod
+    def from_params(cls, params: JsonObject) -> LocateRequest:
+        return _from_params(cls, params, "locate")
+
+    def to_params(self) -> JsonObject:
+        return _to_params(self, LocateRequest("x"))
+
+
+Request = SearchRequest | LocateRequest
+AnyRequest = typing.TypeVar("AnyRequest", SearchRequest, LocateRequest)
+
+
+def _validate(request: Request) -> None:
+    if not isinstance(request.query, str):
+        raise KnowledgeError("query: expected a non-empty string")
+    if not request.query.strip():
+        raise KnowledgeError("the query is empty")
+    check_text("query", request.query)
+    if len(request.query) > MAX_QUERY_CHARS:
+        raise KnowledgeError(f"query: {len(request.query):,} characters; at most {MAX_QUERY_CHARS:,}")
+    for name, kind, option in request_options(type(request)):
+        value = getattr(request, name)
+        if kind is tuple:
+            object.__setattr__(request, name, _checked_list(name, value))
+        elif value is not None:
+            _check(name, value, kind, option)
+
+
+def _from_params(cls: type[AnyRequest], params: JsonObject, operation: str) -> AnyRequest:
+    known = set(cls.__dataclass_fields__)
+    unknown = sorted(set(params) - known)
+    if unknown:
+        raise KnowledgeError(f"unknown {operation} parameter(s): {', '.join(unknown)}")
+    if params.get("query") is None:
+        raise KnowledgeError("query: expected a non-empty string")
+    values = {name: value for name, value in params.items() if value is not None}
+    return cls(**values)
+
+
+def _to_params(request: Request, defaults: Request) -> JsonObject:
+    return {
+        name: list(value) if isinstance(value, tuple) else value
+        for name, value in asdict(request).items()
+        if name == "query" or (value is not None and value != getattr(defaults, name))
+    }
+
+
+def request_options(
+    request: type[SearchRequest] | type[LocateRequest] = SearchRequest,
+) -> Iterator[tuple[str, type, Option]]:
+    """(name, base type: bool, int, float, str or tuple, Option) of every option of a request, in declaration order."""
+    hints = typing.get_type_hints(request)
+    for declared in fields(request):
         option = declared.metadata.get("option")
         if option is not None:
             yield declared.name, _base_type(hints[declared.name]), option

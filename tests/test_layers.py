@@ -38,6 +38,8 @@ LAYERS = {
         "knowledge.teams",
         "knowledge.llms_txt",
         "knowledge.agent_config",
+        "knowledge.locate",
+        "knowledge.locate_answer",
     ),
     "adapters": (
         "knowledge.store",
@@ -46,6 +48,7 @@ LAYERS = {
         "knowledge.corpus",
         "knowledge.chunking",
         "knowledge.path_gate",
+        "knowledge.history",
     ),
     "leaves": (
         "knowledge.fs",
@@ -63,14 +66,16 @@ LAYERS = {
         "knowledge.patterns",
         "knowledge.config_edit",
         "knowledge.quiet",
+        "knowledge.operations",
+        "knowledge.issue",
     ),
     "shared": ("knowledge.records", "knowledge.errors", "knowledge.version"),
 }
 ORDER = list(LAYERS)
 
-# What a frontend may reach below the facade: the request it sends, the rendering of the answer it gets, and the
-# budget that holds what it prints.
-FRONTEND_REACH = {"knowledge.request", "knowledge.render", "knowledge.budget"}
+# What a frontend may reach below the facade: the request it sends, the operation it calls, the rendering of the answer
+# it gets, and the budget that holds what it prints.
+FRONTEND_REACH = {"knowledge.request", "knowledge.render", "knowledge.budget", "knowledge.operations"}
 
 # Imports across components of one layer, each with its reason. Anything else across a layer is a defect.
 SIDEWAYS = {
@@ -90,6 +95,11 @@ SIDEWAYS = {
     ("knowledge.answer", "knowledge.search"): "runs the search pipeline",
     ("knowledge.answer", "knowledge.kind"): "answers over KindIndexes",
     ("knowledge.answer", "knowledge.drift_notes"): "the last drift run's notes on the doc sections answered",
+    ("knowledge.locate", "knowledge.kind"): "locates over KindIndexes",
+    ("knowledge.locate", "knowledge.ranking"): "names compared as ranking compares them",
+    ("knowledge.locate_answer", "knowledge.locate"): "the evidence fused into files",
+    ("knowledge.locate_answer", "knowledge.kind"): "answers over KindIndexes",
+    ("knowledge.locate_answer", "knowledge.answer"): "the static stage each source answers with, as search's",
     # the search pipeline's own steps
     ("knowledge.search", "knowledge.retrieval"): "step 1, retrieve",
     ("knowledge.search", "knowledge.ranking"): "step 2, the ranking (rules, diversity) and step 3, the cut",
@@ -110,6 +120,7 @@ SIDEWAYS = {
     ("knowledge.corpus", "knowledge.git"): "discovery lists git's files",
     ("knowledge.corpus", "knowledge.path_gate"): "discovery reads files through the read gate",
     ("knowledge.path_gate", "knowledge.git"): "the read gate asks git whether a path is ignored",
+    ("knowledge.history", "knowledge.git"): "the commits' messages and files, read from git",
     ("knowledge.store", "knowledge.git"): "a shared store keys an index by repository identity and branch",
     # leaves
     ("knowledge.config", "knowledge.fs"): "the user config file is read and written privately",

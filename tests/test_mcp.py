@@ -26,11 +26,13 @@ async def session_calls(repo: Path, env: dict[str, str]):
             await session.initialize()
             tools = await session.list_tools()
             search = await session.call_tool("search", {"query": "how do I install the git hook", "k": 3})
+            issue = "The git hook is not installed\n\nRunning `knowledge hooks install` leaves no hook behind."
+            located = await session.call_tool("locate", {"query": issue, "k": 2, "budget": 300})
             source = await session.call_tool("get_source", {"path": "docs/hooks.md", "start": 6, "end": 6})
             outside = await session.call_tool("get_source", {"path": "../../etc/passwd"})
             resources = await session.list_resources()
             llms = await session.read_resource("knowledge://llms.txt")
-            return tools, search, source, outside, resources, llms
+            return tools, search, located, source, outside, resources, llms
 
 
 def text_of(result):
@@ -44,11 +46,16 @@ def test_mcp_stdio_tools(git_repo, monkeypatch):
     commit(git_repo, {f"docs/{p.name}": p.read_text() for p in FIXTURES.glob("*.md")})
     KnowledgeBase.open(git_repo).reindex_all()
     env = {"KNOWLEDGE_HOME": home, "KNOWLEDGE_MODEL": "all-MiniLM-L6-v2", "PATH": os.environ["PATH"]}
-    tools, search, source, outside, resources, llms = asyncio.run(session_calls(git_repo, env))
+    tools, search, located, source, outside, resources, llms = asyncio.run(session_calls(git_repo, env))
     assert [str(r.uri) for r in resources.resources] == ["knowledge://llms.txt"]
     assert "- [Git hooks](docs/hooks.md): " in llms.contents[0].text
     by_name = {tool.name: tool for tool in tools.tools}
-    assert set(by_name) == {"search", "get_source", "status", "docs_for_file", "docs_for", "reindex"}
+    assert set(by_name) == {"search", "locate", "get_source", "status", "docs_for_file", "docs_for", "reindex"}
+    assert {"query", "k", "budget", "paths", "exclude"} <= set(by_name["locate"].input_schema["properties"])
+    answer = json.loads(text_of(located))
+    assert answer["files"][0]["path"] == "docs/hooks.md"
+    assert answer["tokens_used"] <= 300
+    assert "query" not in answer
     assert by_name["search"].annotations.read_only_hint is True
     assert by_name["reindex"].annotations.read_only_hint is False
     assert "budget" in by_name["search"].description

@@ -149,6 +149,30 @@ def test_remote_cli_matches_local(server, repo):
     assert shown.stdout == "6  # Git hooks\n"
 
 
+def test_locate_over_http_and_remote_matches_local(server, repo):
+    issue = "Hooks are not installed\n\n`knowledge hooks install` leaves nothing in .git/hooks"
+    status, data = call(server, "/v1/locate", {"query": issue, "k": 3})
+    assert status == 200
+    assert data["files"]
+    assert "query" not in data
+    assert data["query_chars"] == len(issue)
+    assert call(server, "/v1/locate", {"query": issue, "k": 0})[0] == 400
+    assert call(server, "/v1/locate", {"query": issue, "kind": "docs"})[0] == 400  # not a locate parameter
+    local = cli_json(repo, "locate", issue, "--json", "-k", "3")
+    remote = cli_json(repo, "locate", issue, "--json", "-k", "3", "--remote", server, env={"KNOWLEDGE_TOKEN": TOKEN})
+    assert remote == local == data
+
+
+def test_every_declared_operation_has_its_route_on_the_server(server):
+    from knowledge.operations import OPERATIONS
+
+    bodies = {"source": {"path": "docs/hooks.md"}, "docs_for_file": {"path": "docs/hooks.md"}}
+    bodies |= {"docs_for": {"target": "docs/hooks.md"}, "reindex": {}}
+    for operation in OPERATIONS:
+        body = bodies.get(operation.name, {"query": "hooks"}) if operation.method == "POST" else None
+        assert call(server, operation.route, body)[0] == 200, operation
+
+
 def test_show_refuses_paths_outside_the_root(repo):
     for spec in ("../etc/passwd", "/etc/passwd"):
         result = CliRunner().invoke(cli, ["-C", str(repo), "show", spec])

@@ -10,7 +10,7 @@ import click
 
 from ..admin import MODEL_VARIANTS
 from ..version import __version__
-from . import agents, daemon, docs, hooks, index, model, search, serve, settings, source, teams
+from . import agents, daemon, docs, hooks, index, locate, model, search, serve, settings, source, teams
 from .guard import KnowledgeGroup
 
 
@@ -44,6 +44,7 @@ COMMANDS = (
     index.reindex_from_changes_command,
     index.embed_command,
     search.search_command,
+    locate.locate_command,
     search.status_command,
     source.show_command,
     source.docs_for_command,

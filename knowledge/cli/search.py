@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from ..render import report_summary, status_from_dict, status_to_text
-from ..request import Option, SearchRequest
+from ..request import Option, Request, SearchRequest
 from ..request import request_options as search_request_options
 from .context import ask, emit, open_kb
 from .guard import EXIT_PROBLEMS
@@ -31,9 +31,10 @@ def _click_type(kind: type, option: Option) -> Any:  # noqa: ANN401 - a click.Pa
     return None
 
 
-def request_options(command: Callable[..., None]) -> Callable[..., None]:
-    """The options of `knowledge search`, one per field of SearchRequest with command-line flags (request.py)."""
-    for name, kind, option in reversed(list(search_request_options())):
+def request_options(command: Callable[..., None], request: type[Request] = SearchRequest) -> Callable[..., None]:
+    """The options of `knowledge search` (or `locate`), one per field of its request with command-line flags
+    (request.py)."""
+    for name, kind, option in reversed(list(search_request_options(request))):
         if not option.flags:
             continue
         command = click.option(
@@ -44,7 +45,7 @@ def request_options(command: Callable[..., None]) -> Callable[..., None]:
             multiple=kind is tuple,
             metavar=option.metavar,
             show_default=bool(option.choices),
-            default=SearchRequest.__dataclass_fields__[name].default if option.choices or kind is bool else None,
+            default=request.__dataclass_fields__[name].default if option.choices or kind is bool else None,
             help=option.help,
         )(command)
     return command

@@ -23,7 +23,8 @@ from ..render import (
     source_to_dict,
     status_to_dict,
 )
-from ..request import SearchRequest, check_text
+from ..render.locate import locate_to_dict, locate_to_text, located_text
+from ..request import LocateRequest, SearchRequest, check_text
 
 if TYPE_CHECKING:
     from ..records import JsonObject
@@ -35,6 +36,10 @@ class Backend(Protocol):
     def search(self, params: JsonObject) -> JsonObject: ...
 
     def search_text(self, params: JsonObject) -> JsonObject: ...
+
+    def locate(self, params: JsonObject) -> JsonObject: ...
+
+    def locate_text(self, params: JsonObject) -> JsonObject: ...
 
     def source(self, params: JsonObject) -> JsonObject: ...
 
@@ -93,6 +98,14 @@ class LocalBackend:
 
         response = fit_printed(self.kb.search(request), printed, hit_text, self.kb.model.count_tokens)
         return {"text": printed(response)}
+
+    def locate(self, params: JsonObject) -> JsonObject:
+        """Where to change for an issue: the `locate --json` answer, held to its budget as printed."""
+        return locate_to_dict(self.kb.locate(LocateRequest.from_params(params)))
+
+    def locate_text(self, params: JsonObject) -> JsonObject:
+        response = self.kb.locate(LocateRequest.from_params(params), printed=located_text)
+        return {"text": locate_to_text(response)}
 
     def source(self, params: JsonObject) -> JsonObject:
         chunk_id = _str(params, "id", required=False)

@@ -16,6 +16,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any
 
 from ..errors import KnowledgeError, PathOutsideRepositoryError
+from ..operations import OPERATIONS
 from ..render.base import escaped_json
 from .auth import bearer_ok, host_allowed, origin_allowed
 from .backend import Backend
@@ -75,17 +76,17 @@ class KnowledgeHTTPServer(ThreadingHTTPServer):
 
 
 def _routes(backend: Backend) -> dict[tuple[str, str], Callable[[JsonObject], JsonObject]]:
-    return {
-        ("POST", "/v1/search"): backend.search,
-        ("POST", "/v1/search-text"): backend.search_text,
-        ("POST", "/v1/source"): backend.source,
-        ("GET", "/v1/status"): lambda _body: backend.status(),
-        ("POST", "/v1/docs-for-file"): backend.docs_for_file,
-        ("POST", "/v1/docs-for"): backend.docs_for,
-        ("POST", "/v1/reindex"): backend.reindex,
-        ("GET", "/v1/llms-txt"): lambda _body: backend.llms_txt(),
-        ("GET", "/llms.txt"): lambda _body: backend.llms_txt(),  # where agents look for it; served as text
-    }
+    """Every operation's route (operations.py), and /llms.txt where agents look for it (served as text)."""
+    routes: dict[tuple[str, str], Callable[[JsonObject], JsonObject]] = {}
+    for operation in OPERATIONS:
+        answer = getattr(backend, operation.name)
+        routes[(operation.method, operation.route)] = _no_body(answer) if operation.method == "GET" else answer
+    routes[("GET", "/llms.txt")] = lambda _body: backend.llms_txt()
+    return routes
+
+
+def _no_body(answer: Callable[[], JsonObject]) -> Callable[[JsonObject], JsonObject]:
+    return lambda _body: answer()
 
 
 class _Handler(BaseHTTPRequestHandler):

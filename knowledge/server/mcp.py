@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import KnowledgeError
 from ..render.base import escaped_json
-from ..request import SearchRequest, request_options
+from ..request import LocateRequest, Request, SearchRequest, request_options
 from .backend import Backend
 
 KEYWORD = inspect.Parameter.KEYWORD_ONLY
@@ -23,7 +23,8 @@ if TYPE_CHECKING:
 
 INSTRUCTIONS = """Search this repository's documentation by meaning. Start with `search`: results come ranked by
 cosine similarity, strong matches carry their text and weaker ones metadata only (path, section, line range), all
-inside a token budget. Follow a metadata result with `get_source` for its exact lines. `docs_for` finds the doc
+inside a token budget. Follow a metadata result with `get_source` for its exact lines. Given a task or an issue,
+`locate` answers which files (and functions) to change, with the evidence for each. `docs_for` finds the doc
 sections that refer to a file, a line's function or a symbol before you change it. Cite results as
 path:line_start-line_end."""
 
@@ -44,8 +45,18 @@ def _call(operation: Callable[[], JsonObject]) -> str:
         raise ToolError(str(exc)) from exc
 
 
-def _search_tool(backend: Backend) -> Callable[..., str]:
-    """The `search` tool, its parameters and their descriptions made from SearchRequest's one declaration."""
+LOCATE_DOC = """Where to change for an issue or task: give the text as filed (title, description, tracebacks, code; any
+length). Returns the files most likely to need the change, best first, each with its evidence (frame: a traceback
+frame; path: the text names the file or module; name: a symbol the text uses is defined there; message: a quoted
+error message is written there; words; meaning; history: past commits like this text changed it) and its entities
+(functions, classes, sections with their lines: follow them with `get_source`). The question is not echoed; all of
+it fits the token budget."""
+
+
+def _request_tool(
+    answer: Callable[[JsonObject], JsonObject], request: type[Request], question: str, name: str
+) -> Callable[..., str]:
+    """A tool whose parameters and their descriptions are made from its request's one declaration."""
     from typing import Annotated, cast
 
     from pydantic import Field
@@ -53,24 +64,24 @@ def _search_tool(backend: Backend) -> Callable[..., str]:
     described = cast("Any", Annotated)  # built at run time from the declaration: a type checker cannot follow
 
     as_mcp: dict[type, Any] = {bool: bool, int: int | None, float: float | None, str: str, tuple: list[str] | None}
-    question = "What you want to know, in plain words or with identifiers."
     parameters = [inspect.Parameter("query", KEYWORD, annotation=described[str, Field(description=question)])]
-    for name, kind, option in request_options():
+    for field_name, kind, option in request_options(request):
         if option.mcp:
-            default = None if kind is tuple else SearchRequest.__dataclass_fields__[name].default
+            default = None if kind is tuple else request.__dataclass_fields__[field_name].default
             annotation = described[as_mcp[kind], Field(description=option.help)]
-            parameters.append(inspect.Parameter(name, KEYWORD, default=default, annotation=annotation))
+            parameters.append(inspect.Parameter(field_name, KEYWORD, default=default, annotation=annotation))
 
-    def search(**arguments: Any) -> str:  # noqa: ANN401 - JSON values, checked by SearchRequest
-        return _call(lambda: backend.search({key: value for key, value in arguments.items() if value is not None}))
+    def tool(**arguments: Any) -> str:  # noqa: ANN401 - JSON values, checked by the request
+        return _call(lambda: answer({key: value for key, value in arguments.items() if value is not None}))
 
-    search.__signature__ = inspect.Signature(parameters, return_annotation=str)  # type: ignore[attr-defined]
-    search.__annotations__ = {p.name: p.annotation for p in parameters} | {"return": str}
-    return search
+    tool.__name__ = name
+    tool.__signature__ = inspect.Signature(parameters, return_annotation=str)  # type: ignore[attr-defined]
+    tool.__annotations__ = {p.name: p.annotation for p in parameters} | {"return": str}
+    return tool
 
 
 def build_server(backend: Backend) -> Any:  # noqa: ANN401 - mcp.server.mcpserver.MCPServer
-    """An MCPServer exposing search, get_source, status, docs_for_file, docs_for and reindex over `backend`."""
+    """An MCPServer exposing search, locate, get_source, status, docs_for_file, docs_for and reindex over `backend`."""
     try:
         from mcp.server.mcpserver import MCPServer
         from mcp_types import ToolAnnotations
@@ -87,7 +98,12 @@ def build_server(backend: Backend) -> Any:  # noqa: ANN401 - mcp.server.mcpserve
         read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
     )
 
-    server.tool(name="search", description=SEARCH_DOC, annotations=read_only)(_search_tool(backend))
+    question = "What you want to know, in plain words or with identifiers."
+    search = _request_tool(lambda params: backend.search(params), SearchRequest, question, "search")
+    server.tool(name="search", description=SEARCH_DOC, annotations=read_only)(search)
+    issue = "The issue or task text as filed: title, description, tracebacks, code."
+    locate = _request_tool(lambda params: backend.locate(params), LocateRequest, issue, "locate")
+    server.tool(name="locate", description=LOCATE_DOC, annotations=read_only)(locate)
 
     @server.tool(annotations=read_only)
     def get_source(

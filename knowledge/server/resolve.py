@@ -9,20 +9,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..operations import BY_NAME
+
 if TYPE_CHECKING:
     from ..records import JsonObject
     from .backend import Backend
 
-# operation -> (method, route): the daemon and `knowledge serve` share the HTTP routes
-ROUTES = {
-    "search": ("POST", "/v1/search"),
-    "search_text": ("POST", "/v1/search-text"),
-    "source": ("POST", "/v1/source"),
-    "status": ("GET", "/v1/status"),
-    "docs_for": ("POST", "/v1/docs-for"),
-    "reindex": ("POST", "/v1/reindex"),
-    "shutdown": ("POST", "/v1/shutdown"),  # the daemon's own
-}
+# operation -> (method, route): the daemon and `knowledge serve` share the HTTP routes (operations.py)
+ROUTES = {name: (operation.method, operation.route) for name, operation in BY_NAME.items()}
+ROUTES["shutdown"] = ("POST", "/v1/shutdown")  # the daemon's own
 
 
 def daemon_answer(

@@ -1,0 +1,282 @@
+"""Issue -> files: where to change, over ../shared/bench-data/swe-dev (86 SWE-bench Lite issues of sympy, requests and
+flask), the product's own path, main and this tree side by side in one run, beside a plain file-level BM25.
+
+    python bench/locate.py --base main --out bench/results/locate.json        # both sides, first stage
+    python bench/locate.py --sides tree --limit 20                            # a quick look at this tree alone
+
+Each repository is cloned once per side from its mirror (`fetch` brings sympy/sympy, psf/requests, pallets/flask to
+/work/.mirror), its refs removed so nothing after an instance's base commit is reachable, and walked through its
+instances in date order: `git checkout` of the base commit, then `reindex_changes` (what the hooks run), then the
+issue text as filed, asked two ways:
+- `search`: `knowledge search "<issue>" --files` (k 10, threshold 0, a large budget): what main offers;
+- `locate`: `knowledge locate "<issue>"` (k 10, a large budget), where the side has it.
+The BM25 baseline (every `.py` file of the base commit one document, identifiers split, k1 1.2, b 0.75) reads the
+commit from the mirror. Scores: Acc@1/5/10 (a gold file among the top k files) and MRR@10, per repository and overall.
+The first stage (static vectors and the lexical side, no transformer) is what runs here; the complete stage needs the
+transformer over every checkout (hours on 2 cores).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+PROJECT = HERE.parent
+DATA = PROJECT.parent / "shared" / "bench-data" / "swe-dev" / "instances.jsonl"
+MIRRORS = Path("/work/.mirror")
+KS = (1, 5, 10)
+
+
+def git(*args: str, cwd: Path | None = None, git_dir: Path | None = None) -> str:
+    prefix = ["git", "--git-dir", str(git_dir)] if git_dir else ["git"]
+    return subprocess.run([*prefix, *args], cwd=cwd, check=True, capture_output=True, text=True).stdout
+
+
+def mirror_of(repo: str) -> Path:
+    return MIRRORS / repo.replace("/", "+") / "repo"
+
+
+# ---- the plain baseline: file-level BM25 ---------------------------------------------------------------------------
+_TOKEN = re.compile(r"[A-Za-z][A-Za-z0-9]*")
+_PARTS = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
+
+
+def bm25_tokens(text: str) -> list[str]:
+    out = []
+    for token in _TOKEN.findall(text):
+        out.append(token.lower())
+        parts = [p.lower() for p in _PARTS.findall(token)]
+        if len(parts) > 1:
+            out.extend(parts)
+    return out
+
+
+def bm25_files(repo: str, commit: str, issue: str, k: int = 10) -> list[str]:
+    gitdir = mirror_of(repo)
+    paths = [p for p in git("ls-tree", "-r", "--name-only", commit, git_dir=gitdir).splitlines() if p.endswith(".py")]
+    blobs = subprocess.run(
+        ["git", "--git-dir", str(gitdir), "cat-file", "--batch"],
+        input="".join(f"{commit}:{p}\n" for p in paths).encode(),
+        capture_output=True,
+        check=True,
+    ).stdout
+    docs, offset = [], 0
+    for _ in paths:
+        header_end = blobs.index(b"\n", offset)
+        size = int(blobs[offset:header_end].split()[2])
+        docs.append(Counter(bm25_tokens(blobs[header_end + 1 : header_end + 1 + size].decode("utf-8", "replace"))))
+        offset = header_end + 1 + size + 1
+    lengths = [sum(d.values()) for d in docs]
+    average = sum(lengths) / max(1, len(lengths))
+    frequency = Counter(term for d in docs for term in d)
+    query = set(bm25_tokens(issue))
+    scores = []
+    for doc, length in zip(docs, lengths, strict=True):
+        score = 0.0
+        for term in query & doc.keys():
+            idf = math.log(1 + (len(docs) - frequency[term] + 0.5) / (frequency[term] + 0.5))
+            tf = doc[term]
+            score += idf * tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * length / average))
+        scores.append(score)
+    order = sorted(range(len(paths)), key=lambda i: -scores[i])
+    return [paths[i] for i in order[:k]]
+
+
+# ---- one side: its clone of each repository walked in date order ---------------------------------------------------
+WORKER = r"""
+import json, sys, time, subprocess
+sys.path.insert(0, sys.argv[1])
+from pathlib import Path
+from knowledge.kb import KnowledgeBase
+spec = json.loads(open(sys.argv[2]).read())
+root = Path(spec["root"])
+kb = None
+out = {}
+for instance in spec["instances"]:
+    subprocess.run(["git", "checkout", "-q", "-f", "-B", "bench", instance["base_commit"]], cwd=root, check=True)
+    subprocess.run(["git", "clean", "-q", "-fdx", "-e", ".knowledge"], cwd=root, check=True)
+    started = time.monotonic()
+    kb = KnowledgeBase.open(root, overrides={"home": spec["home"]})
+    if kb.engine.exists("code"):
+        kb.reindex_changes(embed=False)
+    else:
+        kb.reindex_all(embed=False)
+    indexed = time.monotonic() - started
+    row = {"indexed_s": round(indexed, 2)}
+    text = instance["problem_statement"]
+    t = time.monotonic()
+    response = kb.search(text, kind="all", files_only=True, k=10, threshold=0.0, budget=50000)
+    row["search"] = [hit.path for hit in response.results]
+    row["search_ms"] = round((time.monotonic() - t) * 1000)
+    if hasattr(kb, "locate"):
+        t = time.monotonic()
+        answer = kb.locate(text, k=10, budget=50000)
+        row["locate"] = [f.path for f in answer.files]
+        row["locate_ms"] = round((time.monotonic() - t) * 1000)
+        row["locate_evidence"] = [[e.signal for e in f.evidence] for f in answer.files[:3]]
+        if spec.get("dump"):  # every signal's votes, to weigh the signals offline (--dump)
+            from functools import partial
+            import knowledge.locate as L
+            from knowledge import history as H
+            from knowledge.answer import static_stage
+            from knowledge.issue import read_issue
+            sources = kb.indexes(("code", "docs"))
+            known = {p: s for s in sources for p in s.store.files()}
+            stage = static_stage(sources, kb.model)
+            votes = L.collect(sources, known, read_issue(text), stage.embed_query if stage else None,
+                              partial(H.files_like, root))
+            row["votes"] = {p: [[v[0], v[1]] for v in vs] for p, vs in votes.items()}
+            row["quiet"] = [p for p in votes if L.quiet_path(p, known)]
+            row["subjects"] = {q: s for q, s in L.test_subjects(known).items() if q in votes}
+    out[instance["instance_id"]] = row
+    print(f"  {instance['instance_id']}: indexed {indexed:.1f}s", file=sys.stderr, flush=True)
+json.dump(out, open(sys.argv[3], "w"))
+"""
+
+
+def prepare_clone(repo: str, dest: Path) -> Path:
+    """A clone sharing the mirror's objects, no ref but the bench branch: only a base commit's past is reachable."""
+    if not (dest / ".git").exists():
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        git("clone", "-q", "--shared", "--no-checkout", str(mirror_of(repo)), str(dest))
+    if "origin" in git("remote", cwd=dest).split():
+        git("remote", "remove", "origin", cwd=dest)  # its refs go with it: only the bench branch stays
+    tags = git("for-each-ref", "--format=%(refname)", "refs/tags", cwd=dest).split()
+    if tags:
+        subprocess.run(
+            ["git", "update-ref", "--stdin"], input="".join(f"delete {r}\n" for r in tags), cwd=dest, check=True,
+            text=True,
+        )  # fmt: skip
+    git("config", "gc.auto", "0", cwd=dest)
+    return dest
+
+
+def run_side(code: Path, repo: str, instances: list[dict], work: Path, home: Path, dump: bool = False) -> dict:
+    clone = prepare_clone(repo, work / repo.replace("/", "+"))
+    spec = work / f"{repo.replace('/', '+')}.spec.json"
+    spec.write_text(json.dumps({"root": str(clone), "instances": instances, "home": str(home), "dump": dump}))
+    result = work / f"{repo.replace('/', '+')}.out.json"
+    subprocess.run([sys.executable, "-c", WORKER, str(code), str(spec), str(result)], check=True)
+    return json.loads(result.read_text())
+
+
+def scores(ranked: dict[str, list[str]], gold: dict[str, list[str]]) -> dict[str, float]:
+    out = {f"acc@{k}": 0.0 for k in KS} | {"mrr@10": 0.0}
+    for iid, files in gold.items():
+        got = ranked.get(iid, [])
+        rank = next((i for i, path in enumerate(got[:10]) if path in files), None)
+        for k in KS:
+            out[f"acc@{k}"] += rank is not None and rank < k
+        out["mrr@10"] += 0.0 if rank is None else 1.0 / (rank + 1)
+    return {name: round(value / max(1, len(gold)), 3) for name, value in out.items()}
+
+
+def table(results: dict, instances: list[dict]) -> str:
+    repos = sorted({i["repo"] for i in instances})
+    lines = ["| side / asker | repository | n | Acc@1 | Acc@5 | Acc@10 | MRR@10 |", "|---|---|---|---|---|---|---|"]
+    for name, ranked in results["runs"].items():
+        for repo in [*repos, "all"]:
+            gold = {i["instance_id"]: i["gold_files"] for i in instances if repo in ("all", i["repo"])}
+            s = scores(ranked, gold)
+            lines.append(
+                f"| {name} | {repo} | {len(gold)} | {s['acc@1']:.3f} | {s['acc@5']:.3f} | {s['acc@10']:.3f} | "
+                f"{s['mrr@10']:.3f} |"
+            )
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--base", default="main", help="the commit compared with this tree")
+    parser.add_argument("--sides", nargs="+", default=["base", "tree"], choices=["base", "tree"])
+    parser.add_argument("--work", type=Path, default=Path("/tmp/locate-bench"))
+    parser.add_argument("--home", type=Path, default=None, help="the models' home (default ~/.cache/knowledge)")
+    parser.add_argument("--repos", nargs="*", default=None, help="only these (owner/name)")
+    parser.add_argument("--limit", type=int, default=None, help="the first N instances of each repository")
+    parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--dump", action="store_true", help="also write every signal's votes to WORK/votes.json")
+    args = parser.parse_args()
+
+    instances = [json.loads(line) for line in DATA.read_text().splitlines() if line.strip()]
+    instances.sort(key=lambda i: i["created_at"])
+    if args.repos:
+        instances = [i for i in instances if i["repo"] in args.repos]
+    if args.limit:
+        kept: Counter[str] = Counter()
+        instances = [i for i in instances if (kept.update([i["repo"]]) or kept[i["repo"]] <= args.limit)]
+    args.work.mkdir(parents=True, exist_ok=True)
+    # static home: the models, no cached transformer vector, so the first stage is what answers
+    home = args.work / "home"
+    home.mkdir(exist_ok=True)
+    models = (args.home or Path(os.environ.get("KNOWLEDGE_HOME") or Path.home() / ".cache" / "knowledge")) / "models"
+    if not (home / "models").exists():
+        (home / "models").symlink_to(models)
+    sides = {}
+    if "base" in args.sides:
+        base_root = args.work / "base-src"
+        if base_root.exists():
+            subprocess.run(["git", "worktree", "remove", "--force", str(base_root)], cwd=PROJECT, check=False)
+            shutil.rmtree(base_root, ignore_errors=True)
+        git("worktree", "add", "--detach", "-f", str(base_root), args.base, cwd=PROJECT)
+        sides["base"] = base_root
+    if "tree" in args.sides:
+        sides["tree"] = PROJECT
+    runs: dict[str, dict[str, list[str]]] = {"bm25": {}}
+    timing: dict[str, list[float]] = {}
+    indexing: dict[str, list[float]] = {}
+    dumped: dict[str, dict] = {}
+    cached = args.work / "bm25.json"  # the baseline depends on the data alone: computed once per work folder
+    known = json.loads(cached.read_text()) if cached.exists() else {}
+    for number, instance in enumerate(instances, 1):
+        iid = instance["instance_id"]
+        if iid not in known:
+            known[iid] = bm25_files(instance["repo"], instance["base_commit"], instance["problem_statement"])
+            print(f"bm25 {number}/{len(instances)}", file=sys.stderr, flush=True)
+        runs["bm25"][iid] = known[iid]
+    cached.write_text(json.dumps(known))
+    by_repo: dict[str, list[dict]] = {}
+    for instance in instances:
+        by_repo.setdefault(instance["repo"], []).append(instance)
+    for side, code in sides.items():
+        started = time.monotonic()
+        for repo, group in by_repo.items():
+            print(f"{side}: {repo} ({len(group)} issues)", file=sys.stderr, flush=True)
+            out = run_side(code, repo, group, args.work / side, home, args.dump and side == "tree")
+            if args.dump and side == "tree":
+                dumped.update({iid: row for iid, row in out.items() if "votes" in row})
+            for iid, row in out.items():
+                indexing.setdefault(side, []).append(row["indexed_s"])
+                for asker in ("search", "locate"):
+                    if asker in row:
+                        runs.setdefault(f"{side} {asker}", {})[iid] = row[asker]
+                        timing.setdefault(f"{side} {asker}", []).append(row[f"{asker}_ms"])
+        print(f"{side}: {time.monotonic() - started:.0f}s", file=sys.stderr, flush=True)
+    results = {
+        "base": git("rev-parse", args.base, cwd=PROJECT).strip(),
+        "instances": len(instances),
+        "runs": runs,
+        "median_ms": {name: statistics.median(values) for name, values in timing.items()},
+        "median_index_s": {name: statistics.median(values) for name, values in indexing.items()},
+    }
+    if dumped:
+        (args.work / "votes.json").write_text(json.dumps(dumped))
+    print(table(results, instances))
+    print("median ms an ask:", results["median_ms"], " median s an index step:", results["median_index_s"])
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(results, indent=1))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,70 @@
+"""`knowledge locate`: an issue or task text in (an argument, `-` for stdin, or a file), the files to change out."""
+
+from __future__ import annotations
+
+import sys
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import click
+
+from ..request import LocateRequest
+from .context import ask, emit, open_kb
+from .search import request_options
+
+
+def _issue_text(text: str | None, from_file: Path | None) -> str:
+    if from_file is not None and text is not None:
+        raise click.UsageError("give the text or --file, not both")
+    if from_file is not None:
+        try:
+            return from_file.read_text(encoding="utf-8")
+        except UnicodeDecodeError as exc:
+            raise click.UsageError(f"{from_file}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+        except OSError as exc:
+            raise click.UsageError(f"{from_file}: cannot read ({exc.strerror or exc})") from None
+    if text is None:
+        raise click.UsageError("give the issue text, - to read it from stdin, or --file PATH")
+    if text == "-":
+        data = sys.stdin.buffer.read()
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise click.UsageError(f"stdin: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    return text
+
+
+@click.command("locate")
+@click.argument("text", required=False)
+@partial(request_options, request=LocateRequest)
+@click.option("--file", "from_file", type=click.Path(dir_okay=False, path_type=Path), help="Read the text from a file.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON: a `files` list with path, evidence, entities.")
+@click.option("--remote", metavar="URL", help="Ask a `knowledge serve` at URL (token from KNOWLEDGE_TOKEN).")
+@click.pass_context
+def locate_command(
+    ctx: click.Context,
+    /,
+    text: str | None,
+    from_file: Path | None,
+    as_json: bool,
+    remote: str | None,
+    **asked: Any,  # noqa: ANN401 - the request's own options, declared once in request.py
+) -> None:
+    """Where to change for an issue or task: the files most likely to need it, best first, each with the evidence
+    that put it there (a traceback frame, a named symbol, an error message, the words, the meaning, past commits)
+    and its functions, classes or sections to read first.
+
+    \b
+    knowledge locate "Blueprint names with a dot should raise an error"
+    gh issue view 123 --json title,body --jq '.title + "\\n" + .body' | knowledge locate -
+    knowledge locate --file issue.md --json -k 5 --exclude 'tests/**'
+    """
+    query = _issue_text(text, from_file)
+    if not query.strip():
+        raise click.UsageError("the issue text is empty: say what should change")
+    fields = {name: value for name, value in asked.items() if value is not None}
+    request = LocateRequest(query=query, **fields)
+    operation = "locate" if as_json else "locate_text"
+    data = ask(ctx, operation, request.to_params(), remote=remote, kb=lambda: open_kb(ctx))
+    emit(data, as_json, lambda: data["text"])

@@ -1,0 +1,148 @@
+"""An issue or task text read for its structure, not only its words: the title, the code it shows, traceback frames,
+file paths and dotted module names, the names its code calls and the error messages it quotes.
+
+What `locate` turns into evidence (locate.py); pure text work, no index."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_FENCE = re.compile(r"^\s*(```|~~~)")
+_PROMPT = re.compile(r"^\s*(>>>|\.\.\.|In \[\d+\]:|\$ )\s?")
+_OUTPUT = re.compile(r"^\s*Out\[\d+\]:")
+_INLINE = re.compile(r"`([^`\n]{1,200})`")
+# Python's frames (`File "…/pkg/mod.py", line 12, in f`) and pytest's short ones (`pkg/mod.py:12: in f`)
+_FRAME = re.compile(r"""File "([^"\n]+)", line (\d+)(?:, in ([\w<>.]+))?""")
+_SHORT_FRAME = re.compile(r"^\s*([\w./\\-]+\.\w{1,5}):(\d+):(?: in ([\w<>.]+))?", re.MULTILINE)
+_PATH = re.compile(
+    r"(?<![\w/.-])((?:[\w.-]+/)*[\w-]+\.(?:py|pyx|pyi|js|jsx|ts|tsx|go|rs|java|kt|rb|php|c|cc|cpp|h|hpp|"
+    r"cs|swift|scala|ex|lua|sh|md|rst|toml|cfg|ini|yaml|yml|json))(?![\w/])"
+)
+_DOTTED = re.compile(r"(?<![\w.])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)(?![\w(])")
+_CALLED = re.compile(r"(?<![\w])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)\s*\(")
+_PROSE_CALL = re.compile(r"(?<![\w.])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)\(\)?")  # `decompose()` said in a sentence
+_ATTRIBUTE = re.compile(r"\.([A-Za-z_]\w*)")
+_IMPORT = re.compile(r"^\s*(?:from\s+([\w.]+)\s+)?import\s+([\w., ()*]+)", re.MULTILINE)
+_EXCEPTION = re.compile(r"^\s*((?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception|Warning|Exit|Interrupt)):\s*(.+)$", re.MULTILINE)
+_QUOTED = re.compile(r"""["“']([^"'“”\n]{12,200})["”']""")
+_IDENT = re.compile(r"[A-Za-z_]\w*")
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]{3,}")
+MAX_NAMES = 64  # the names an issue's code uses, most-used first: enough for any issue, bounded for a pasted log
+_COMMON_WORDS = (
+    "print self cls None True False len str int float list dict set tuple range type object isinstance super "
+    "return import from def class lambda if else for in not and or is as with try except raise assert"
+)
+_COMMON = frozenset(_COMMON_WORDS.split())
+
+
+@dataclass(frozen=True, slots=True)
+class Frame:
+    path: str
+    line: int
+    function: str
+    position: int  # 0 the frame nearest the error (a traceback's last), 1 the one before it, ...
+
+
+@dataclass(frozen=True, slots=True)
+class IssueText:
+    text: str
+    title: str
+    prose: str  # the text outside code blocks
+    words: tuple[str, ...]  # the title's and the prose's words, lower case, as written (`intpoly`, `lambdify`)
+    code: str  # the code blocks and prompts, joined
+    frames: tuple[Frame, ...]
+    paths: tuple[str, ...]  # file paths as written (`sympy/core/basic.py`, `basic.py`)
+    modules: tuple[str, ...]  # dotted names that may be modules or qualified names (`sympy.core.basic`, `Foo.bar`)
+    names: tuple[str, ...]  # what the code calls, imports or reads as an attribute, most used first
+    messages: tuple[str, ...]  # error messages and quoted strings, as written
+
+
+def read_issue(text: str) -> IssueText:
+    title = next((line.strip() for line in text.splitlines() if line.strip()), "")
+    prose_lines, code_lines = _split_code(text)
+    code = "\n".join(code_lines)
+    inline = [m.group(1) for m in _INLINE.finditer("\n".join(prose_lines))]
+    codeish = code + "\n" + "\n".join(inline)
+    return IssueText(
+        text=text,
+        title=title,
+        prose="\n".join(prose_lines),
+        words=tuple(dict.fromkeys(w.lower() for w in _WORD.findall(title + "\n" + "\n".join(prose_lines)))),
+        code=code,
+        frames=_frames(text),
+        paths=tuple(dict.fromkeys(m.group(1).replace("\\", "/") for m in _PATH.finditer(text))),
+        modules=tuple(dict.fromkeys(m.group(1) for m in _DOTTED.finditer(text))),
+        names=_names(codeish + "\n" + _prose_calls(prose_lines), title),
+        messages=_messages(text),
+    )
+
+
+def _split_code(text: str) -> tuple[list[str], list[str]]:
+    """Prose lines and code lines: fenced blocks, interpreter prompts (`>>>`, `In [1]:`) and indented blocks."""
+    prose: list[str] = []
+    code: list[str] = []
+    fenced = False
+    for line in text.splitlines():
+        if _FENCE.match(line):
+            fenced = not fenced
+            continue
+        if fenced or _PROMPT.match(line) or line.startswith(("    ", "\t")):
+            code.append(_PROMPT.sub("", line, count=1))
+        elif _OUTPUT.match(line):
+            continue
+        else:
+            prose.append(line)
+    return prose, code
+
+
+def _frames(text: str) -> tuple[Frame, ...]:
+    found = [(m.start(), m.group(1), int(m.group(2)), m.group(3) or "") for m in _FRAME.finditer(text)]
+    found += [(m.start(), m.group(1), int(m.group(2)), m.group(3) or "") for m in _SHORT_FRAME.finditer(text)]
+    found.sort()
+    # a traceback's last frame is nearest the error; with several tracebacks, each one's frames count from its end
+    blocks: list[list[tuple[str, int, str]]] = []
+    previous_end = -1
+    for start, path, line, function in found:
+        if not blocks or start - previous_end > 600:
+            blocks.append([])
+        blocks[-1].append((path.replace("\\", "/"), line, function))
+        previous_end = start
+    frames = []
+    for block in blocks:
+        for position, (path, line, function) in enumerate(reversed(block)):
+            frames.append(Frame(path, line, function, position))
+    return tuple(frames)
+
+
+def _prose_calls(prose: list[str]) -> str:
+    """`decompose()` and `Matrix.col_insert(...)` written in a sentence, as code."""
+    return "\n".join(m.group(0) + ")" for line in prose for m in _PROSE_CALL.finditer(line))
+
+
+def _names(code: str, title: str) -> tuple[str, ...]:
+    counts: dict[str, int] = {}
+
+    def add(name: str, weight: int = 1) -> None:
+        if len(name) > 1 and name not in _COMMON and not name.isdigit():
+            counts[name] = counts.get(name, 0) + weight
+
+    for match in _CALLED.finditer(code):
+        for part in match.group(1).split("."):
+            add(part)
+    for match in _ATTRIBUTE.finditer(code):
+        add(match.group(1))
+    for match in _IMPORT.finditer(code):
+        for name in _IDENT.findall(match.group(2)):
+            add(name, 2)
+    for token in _IDENT.findall(title):  # a title's identifiers (`Matrix.col_insert() no longer works`) are names
+        if "_" in token or (token[0].islower() and any(c.isupper() for c in token)):
+            add(token, 2)
+    ranked = sorted(counts, key=lambda name: -counts[name])
+    return tuple(ranked[:MAX_NAMES])
+
+
+def _messages(text: str) -> tuple[str, ...]:
+    found = [m.group(2).strip() for m in _EXCEPTION.finditer(text)]
+    found += [m.group(1).strip() for m in _QUOTED.finditer(text) if " " in m.group(1).strip()]
+    return tuple(dict.fromkeys(message for message in found if len(message) >= 8))

@@ -1,0 +1,314 @@
+"""locate(): where to change for an issue or task text. Each signal read from the issue (issue.py) votes for files:
+
+    frame     a traceback frame names the file (installed copies mapped by path suffix)
+    path      the text names the file or its module (`sympy/core/basic.py`, `sympy.core.basic`)
+    name      the issue's code calls or imports a name the file defines (rarer names weigh more)
+    message   an error message the issue quotes is written in the file
+    words     the issue's words (BM25 over the chunks, read per file)
+    meaning   the static stage's vectors over the title and the salient text
+    history   past commit messages like the issue changed the file (history.py)
+
+Votes are reciprocal ranks within each signal, weighted per signal (ranking/policy.py `LocatePolicy`); tests, docs,
+templates and changelogs are evidence, rarely the answer: their votes pass to the file a test names, and what is left
+of them is damped. Within each file, its entities that drew evidence come first."""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from .issue import Frame, IssueText
+from .kind import KindIndex
+from .lexical import terms
+from .quiet import is_quiet
+from .ranking.query import name_key
+from .records import Chunk, LocatedEntity, LocatedFile, LocateEvidence
+
+if TYPE_CHECKING:
+    import numpy as np
+
+DEPTH = 400  # chunks read from each ranked list
+COMMON_NAME_FILES = 12  # a name defined in more files than this says nothing of where
+ENTITY_SIGNALS = ("frame", "message", "name", "words", "meaning")  # what says most of where inside a file, first
+FEW_FILES = 3  # a word naming more modules than this (`utils`, `base`) says nothing of which
+_TEST_SUBJECT = re.compile(r"(?:^|/)(?:test_)?([^/]+?)(?:_tests?)?\.\w+$")
+_DOC_ONLY = re.compile(r"(^|/)(\.github|changelog[^/]*|changes[^/]*|history[^/]*|news[^/]*|authors[^/]*)(/|$)", re.I)
+
+
+@dataclass(frozen=True, slots=True)
+class LocatePolicy:
+    weights: tuple[tuple[str, float], ...] = (
+        ("frame", 1.0),
+        ("path", 1.0),
+        ("name", 1.0),
+        ("message", 1.0),
+        ("words", 1.0),
+        ("meaning", 0.6),
+        ("history", 0.6),
+    )
+    rank_constant: float = 5.0  # reciprocal-rank fusion's k: a signal's first file gets 1/(k+1)
+    quiet_damping: float = 0.3  # what a test, a doc or a template keeps of its own votes
+
+
+Vote = tuple[str, float, str, int | str | None]  # signal, score within the signal, detail, chunk key or id
+
+
+def locate(
+    sources: Sequence[KindIndex],
+    issue: IssueText,
+    k: int,
+    policy: LocatePolicy,
+    static_query: Callable[[str], np.ndarray] | None = None,
+    history: Callable[[Sequence[str]], list[tuple[str, float, str]]] | None = None,
+    keep: Callable[[str], bool] | None = None,
+) -> list[LocatedFile]:
+    known = {path: s for s in sources for path in s.store.files()}
+    votes = collect(sources, known, issue, static_query, history)
+    order = fuse(votes, {path: quiet_path(path, known) for path in known}, test_subjects(known), policy)
+    chosen = [path for path in order if keep is None or keep(path)][:k]
+    return [_located(path, order[path], votes.get(path, []), known) for path in chosen]
+
+
+def collect(
+    sources: Sequence[KindIndex],
+    known: dict[str, KindIndex],
+    issue: IssueText,
+    static_query: Callable[[str], np.ndarray] | None = None,
+    history: Callable[[Sequence[str]], list[tuple[str, float, str]]] | None = None,
+) -> dict[str, list[Vote]]:
+    """Every signal's votes, per file."""
+    code = next((s for s in sources if s.kind == "code"), None)
+    votes: dict[str, list[Vote]] = defaultdict(list)
+    if code is not None:
+        _frames_and_paths(issue, known, votes)
+        _names(code, issue, votes)
+        _messages(code, issue, votes)
+    for source in sources:
+        _words(source, issue, votes)
+        if static_query is not None and source.coverage().static_rows:
+            _meaning(source, issue, static_query, votes)
+    if history is not None:
+        for path, score, detail in history(terms(issue.text)):
+            if path in known:
+                votes[path].append(("history", score, detail, None))
+    return votes
+
+
+# ---- signals -----------------------------------------------------------------------------------------------------
+def _suffix_match(written: str, known: dict[str, KindIndex]) -> str | None:
+    """The indexed file a written path names: the longest shared suffix of whole parts (at least the file name, and
+    unique at that length)."""
+    parts = [p for p in written.strip("./").split("/") if p and p != "."]
+    if not parts:
+        return None
+    best: list[str] = []
+    best_length = 0
+    for path in known:
+        if not path.endswith(parts[-1]) or path.rsplit("/", 1)[-1] != parts[-1]:
+            continue
+        theirs = path.split("/")
+        length = 0
+        while length < min(len(parts), len(theirs)) and parts[-1 - length] == theirs[-1 - length]:
+            length += 1
+        if length > best_length:
+            best, best_length = [path], length
+        elif length == best_length:
+            best.append(path)
+    return best[0] if len(best) == 1 else None
+
+
+def _frames_and_paths(issue: IssueText, known: dict[str, KindIndex], votes: dict[str, list[Vote]]) -> None:
+    for frame in issue.frames:
+        path = _suffix_match(frame.path, known)
+        if path is not None:
+            where = f"{path}:{frame.line}" + (f" in {frame.function}" if frame.function else "")
+            votes[path].append(("frame", 1.0 / (1 + frame.position), where, _frame_entity(known[path], path, frame)))
+    for written in issue.paths:
+        path = _suffix_match(written, known)
+        if path is not None:
+            votes[path].append(("path", 1.0, written, None))
+    stems: dict[str, list[str]] = defaultdict(list)
+    for path in known:
+        if known[path].kind == "code":
+            stems[path.rsplit("/", 1)[-1].rsplit(".", 1)[0].lower()].append(path)
+    for word in issue.words:  # a word that is a module's name: "decompose() in intpoly"
+        named = stems.get(word, [])
+        if 0 < len(named) <= FEW_FILES:
+            for path in named:
+                votes[path].append(("path", 0.5 / len(named), word, None))
+    for dotted in issue.modules:
+        parts = dotted.split(".")
+        for length in range(len(parts), 1, -1):  # `pkg.mod.Class.method`: the longest prefix that is a module
+            stem = "/".join(parts[:length])
+            path = _suffix_match(stem + ".py", known) or _suffix_match(stem + "/__init__.py", known)
+            if path is not None:
+                votes[path].append(("path", 0.8, dotted, None))
+                break
+
+
+def _frame_entity(index: KindIndex, path: str, frame: Frame) -> str | None:
+    """The id of the chunk a frame ran in: its function by name (an installed copy's lines may differ), else the
+    innermost chunk holding its line."""
+    chunks = index.store.chunks_of_path(path)
+    named = [c for c in chunks if frame.function and c.symbol == frame.function]
+    holding = [c for c in chunks if c.line_start <= frame.line <= c.line_end]
+    chosen = named or sorted(holding, key=lambda c: c.line_end - c.line_start)
+    return chosen[0].id if chosen else None
+
+
+def _names(code: KindIndex, issue: IssueText, votes: dict[str, list[Vote]]) -> None:
+    keys = {name_key(name): name for name in issue.names}
+    if not keys:
+        return
+    defining = code.store.defining(sorted(keys), DEPTH * 4)
+    chunks = code.store.chunks(defining)
+    by_name: dict[str, dict[str, int]] = defaultdict(dict)
+    for key, chunk in chunks.items():
+        by_name[name_key(chunk.symbol)].setdefault(chunk.path, key)
+    for position, name in enumerate(issue.names):
+        files = by_name.get(name_key(name), {})
+        if not files or len(files) > COMMON_NAME_FILES:
+            continue
+        # the issue's most used names first; a name defined in one file says more than one defined in five
+        weight = 1.0 / (len(files) ** 0.5) / (1 + position / 8)
+        for path, key in files.items():
+            votes[path].append(("name", weight, name, key))
+
+
+def _messages(code: KindIndex, issue: IssueText, votes: dict[str, list[Vote]]) -> None:
+    for message in issue.messages[:16]:
+        fragments = [f.strip() for f in re.split(r"['\"`]|\b\d[\w.]*", message) if len(f.strip()) >= 12]
+        if not fragments:
+            continue
+        hits = code.store.lexical_search(terms(message), 40)
+        chunks = code.store.chunks([hit.key for hit in hits])
+        for hit in hits:
+            chunk = chunks.get(hit.key)
+            if chunk is not None and any(fragment in chunk.content for fragment in fragments):
+                votes[chunk.path].append(("message", 1.0, message[:80], hit.key))
+
+
+def _words(source: KindIndex, issue: IssueText, votes: dict[str, list[Vote]]) -> None:
+    hits = source.store.lexical_search(terms(issue.text), DEPTH)
+    _per_file(source, [(hit.key, hit.score) for hit in hits], "words", votes)
+
+
+def _meaning(
+    source: KindIndex, issue: IssueText, static_query: Callable[[str], np.ndarray], votes: dict[str, list[Vote]]
+) -> None:
+    text = salient(issue)
+    hits = source.store.static_search(static_query(text), DEPTH)
+    _per_file(source, [(hit.key, hit.score) for hit in hits], "meaning", votes)
+
+
+def salient(issue: IssueText) -> str:
+    """What a dense stage sees of a long issue: its title, then its prose, then its code (the model reads 384
+    tokens; the static stage averages, so a long log would drown the question)."""
+    return "\n".join(part for part in (issue.title, issue.prose[:1500], issue.code[:500]) if part)
+
+
+def _per_file(source: KindIndex, hits: list[tuple[int, float]], signal: str, votes: dict[str, list[Vote]]) -> None:
+    """A ranked chunk list read per file: each file's best chunk stands for it, its other chunks add a little."""
+    chunks = source.store.chunks([key for key, _ in hits])
+    best: dict[str, tuple[float, int]] = {}
+    extra: dict[str, float] = defaultdict(float)
+    for key, score in hits:
+        chunk = chunks.get(key)
+        if chunk is None:
+            continue
+        if chunk.path not in best:
+            best[chunk.path] = (score, key)
+        else:
+            extra[chunk.path] += 0.1 * score
+    for path, (score, key) in best.items():
+        votes[path].append((signal, score + extra[path], "", key))
+
+
+# ---- fusion ------------------------------------------------------------------------------------------------------
+def quiet_path(path: str, known: dict[str, KindIndex]) -> bool:
+    return is_quiet(path) or known[path].kind == "docs" or _DOC_ONLY.search(path) is not None
+
+
+def fuse(
+    votes: dict[str, list[Vote]], quiet: dict[str, bool], subjects: dict[str, str], policy: LocatePolicy
+) -> dict[str, float]:
+    """Each file's score, best first: per signal, files ranked by their summed votes, each rank worth
+    weight / (rank_constant + rank); a quiet file's (test, doc, template) score passes mostly to its subject."""
+    weights = dict(policy.weights)
+    per_signal: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    for path, path_votes in votes.items():
+        for signal, score, _, _ in path_votes:
+            per_signal[signal][path] += score
+    scores: dict[str, float] = defaultdict(float)
+    for signal, by_path in per_signal.items():
+        for rank, path in enumerate(sorted(by_path, key=lambda p: (-by_path[p], p))):
+            scores[path] += weights.get(signal, 0.0) / (policy.rank_constant + rank + 1)
+    final: dict[str, float] = defaultdict(float)
+    for path, score in scores.items():
+        if quiet.get(path, False):
+            subject = subjects.get(path)
+            if subject is not None and subject != path:
+                final[subject] += score * (1 - policy.quiet_damping)
+            final[path] += score * policy.quiet_damping
+        else:
+            final[path] += score
+    return {path: final[path] for path in sorted(final, key=lambda p: (-final[p], p))}
+
+
+def test_subjects(known: dict[str, KindIndex]) -> dict[str, str]:
+    """A test file's subject: the code file its name names (`tests/test_latex.py` -> `printing/latex.py`), the one
+    nearest it when several share the name."""
+    by_name: dict[str, list[str]] = defaultdict(list)
+    for path in known:
+        if not is_quiet(path) and known[path].kind == "code":
+            by_name[path.rsplit("/", 1)[-1].rsplit(".", 1)[0]].append(path)
+    subjects = {}
+    for path in known:
+        if not is_quiet(path):
+            continue
+        match = _TEST_SUBJECT.search(path)
+        candidates = by_name.get(match.group(1), []) if match else []
+        if candidates:
+            subjects[path] = max(candidates, key=lambda c: _shared_prefix(c, path))
+    return subjects
+
+
+def _shared_prefix(a: str, b: str) -> int:
+    count = 0
+    for x, y in zip(a.split("/"), b.split("/"), strict=False):
+        if x != y:
+            break
+        count += 1
+    return count
+
+
+def _located(path: str, score: float, path_votes: list[Vote], known: dict[str, KindIndex]) -> LocatedFile:
+    evidence: dict[tuple[str, str], float] = {}
+    weight: dict[int | str, tuple[int, float]] = {}  # the entity's most telling signal, then its summed votes
+    for signal, value, detail, key in path_votes:
+        evidence[(signal, detail)] = max(evidence.get((signal, detail), 0.0), value)
+        if key is not None:
+            telling, summed = weight.get(key, (len(ENTITY_SIGNALS), 0.0))
+            weight[key] = (min(telling, ENTITY_SIGNALS.index(signal)), summed - value)
+    store = known[path].store
+    by_key = store.chunks([key for key in weight if isinstance(key, int)])
+    entities: dict[str, LocatedEntity] = {}
+    for key in sorted(weight, key=lambda k: weight[k]):
+        chunk = by_key.get(key) if isinstance(key, int) else store.chunk_by_id(key)
+        if chunk is not None and chunk.id not in entities:
+            entities[chunk.id] = LocatedEntity(chunk.id, _label(chunk), chunk.line_start, chunk.line_end)
+    return LocatedFile(
+        path=path,
+        score=round(score, 4),
+        evidence=tuple(LocateEvidence(signal, detail) for (signal, detail) in evidence),
+        entities=tuple(entities.values())[:5],
+    )
+
+
+def _label(chunk: Chunk) -> str:
+    if chunk.symbol:
+        return f"{chunk.parent}.{chunk.symbol}" if chunk.parent else chunk.symbol
+    return chunk.section or chunk.title

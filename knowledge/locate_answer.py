@@ -1,0 +1,68 @@
+"""One `locate` request answered over a repository's indexes: the issue read (issue.py), its evidence fused into
+files (locate.py), each file with its evidence and entities, packed into the token budget as printed."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+
+from .answer import Model, static_stage
+from .config import Settings
+from .globs import glob_to_regex, matches_any
+from .issue import read_issue
+from .kind import KindIndex
+from .locate import LocatePolicy, locate
+from .records import LocatedFile, LocateResponse
+from .request import LocateRequest
+
+DEFAULT_K = 10
+History = Callable[[Sequence[str]], list[tuple[str, float, str]]]
+
+
+def answer_locate(
+    request: LocateRequest,
+    sources: Sequence[KindIndex],
+    settings: Settings,
+    model: Model,
+    printed: Callable[[LocatedFile], str],
+    history: History | None = None,
+) -> LocateResponse:
+    """The files to change for `request.query`, best first, as many as `request.budget` (or the settings') holds
+    when each is printed by `printed` (the widest form the caller prints)."""
+    budget = request.budget or settings.budget
+    stage = static_stage(sources, model)
+    files = locate(
+        sources,
+        read_issue(request.query),
+        request.k or DEFAULT_K,
+        LocatePolicy(),
+        stage.embed_query if stage is not None else None,
+        history,
+        _path_filter(request),
+    )
+    kept, used = [], 0
+    for position, file in enumerate(files):
+        for shape in _shapes(file):
+            cost = model.count_tokens(printed(shape))
+            if used + cost <= budget:
+                kept.append(shape)
+                used += cost
+                break
+        else:
+            return LocateResponse(len(request.query), tuple(kept), used, budget, len(files) - position)
+    return LocateResponse(len(request.query), tuple(kept), used, budget, 0)
+
+
+def _shapes(file: LocatedFile) -> list[LocatedFile]:
+    """A file as printed in full, then with its first entity and evidence only, then its path and evidence kinds."""
+    first = replace(file, entities=file.entities[:1], evidence=file.evidence[:2])
+    bare = replace(file, entities=(), evidence=tuple({e.signal: replace(e, detail="") for e in file.evidence}.values()))
+    return [file, first, bare]
+
+
+def _path_filter(request: LocateRequest) -> Callable[[str], bool] | None:
+    if not request.filtered:
+        return None
+    wanted = [glob_to_regex(p) for p in request.paths]
+    unwanted = [glob_to_regex(p) for p in request.exclude]
+    return lambda path: (not wanted or matches_any(path, wanted)) and not (unwanted and matches_any(path, unwanted))

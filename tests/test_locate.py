@@ -1,0 +1,172 @@
+"""`knowledge locate`: an issue in, the files to change out, with the evidence that put each there; history kept by
+every reindex to the indexed commit and never past it."""
+
+import json
+import sqlite3
+
+import pytest
+from click.testing import CliRunner
+
+from knowledge import history
+from knowledge.cli import cli
+from knowledge.issue import read_issue
+from knowledge.kb import KnowledgeBase
+
+from .conftest import HashingEmbedder, commit, git
+
+PACKAGE = {
+    "README.md": "---\ndescription: A tiny money and parsing package.\n---\n# shop\n\nParse and format prices.\n",
+    ".github/ISSUE_TEMPLATE/bug.md": "---\ndescription: Bug report template.\n---\n# Bug\n\nDescribe the bug, "
+    "the traceback, the expected behaviour, steps to reproduce, your version.\n",
+    "shop/__init__.py": "from .parser import parse_price\nfrom .money import format_amount\n",
+    "shop/parser.py": (
+        "class PriceParser:\n"
+        "    def split_words(self, text):\n"
+        "        return text.split()\n\n"
+        "def parse_price(text):\n"
+        "    if text.count('(') != text.count(')'):\n"
+        "        raise ValueError('unbalanced bracket in price expression %r' % text)\n"
+        "    return float(text.strip('()'))\n"
+    ),
+    "shop/money.py": "def format_amount(value, currency):\n    return f'{value:.2f} {currency}'\n",
+    "shop/catalog.py": "def list_items(store):\n    return sorted(store.items())\n",
+    "tests/test_parser.py": "from shop.parser import parse_price\n\ndef test_parse_price():\n"
+    "    assert parse_price('(1)') == 1.0\n",
+}
+
+
+def run(root, *args, expect=0, stdin=None):
+    result = CliRunner().invoke(
+        cli, ["-C", str(root), *args], input=stdin, obj={"embedder_factory": lambda s: HashingEmbedder()}
+    )
+    assert result.exit_code == expect, (result.output, result.exception)
+    return result
+
+
+@pytest.fixture
+def shop(git_repo):
+    commit(git_repo, PACKAGE, message="Start the shop package")
+    commit(git_repo, {"shop/money.py": PACKAGE["shop/money.py"] + "\n# rounding\n"}, "Fix rounding of amounts")
+    run(git_repo, "reindex-all", "--quiet")
+    return git_repo
+
+
+def located(root, text, *args):
+    data = json.loads(run(root, "locate", "-", "--json", *args, stdin=text).stdout)
+    return data, [f["path"] for f in data["files"]]
+
+
+def test_a_traceback_through_an_installed_copy_maps_to_the_repository_file(shop):
+    issue = (
+        "parse_price crashes on a bracket\n\nTraceback (most recent call last):\n"
+        '  File "/home/me/app.py", line 3, in <module>\n'
+        '  File "/usr/lib/python3.11/site-packages/shop/parser.py", line 7, in parse_price\n'
+        "ValueError: something went wrong\n"
+    )
+    data, paths = located(shop, issue)
+    assert paths[0] == "shop/parser.py"
+    signals = {e["signal"]: e.get("detail", "") for e in data["files"][0]["evidence"]}
+    assert signals["frame"] == "shop/parser.py:7 in parse_price"
+    assert data["files"][0]["entities"][0]["name"] == "parse_price"
+
+
+def test_a_named_symbol_an_error_message_and_a_module_each_point_at_their_file(shop):
+    _, paths = located(shop, "`PriceParser.split_words` drops the last word of a sentence")
+    assert paths[0] == "shop/parser.py"
+    data, paths = located(shop, 'I get "unbalanced bracket in price expression" for a valid price')
+    assert paths[0] == "shop/parser.py"
+    assert "message" in {e["signal"] for e in data["files"][0]["evidence"]}
+    data, paths = located(shop, "Something is off in shop.catalog when the store is empty")
+    assert paths[0] == "shop/catalog.py"
+
+
+def test_templates_and_tests_are_evidence_not_the_answer(shop):
+    issue = "Bug: describe the bug, the traceback, the expected behaviour and steps to reproduce parse_price\n"
+    _, paths = located(shop, issue)
+    assert paths[0] == "shop/parser.py"
+    assert paths.index("shop/parser.py") < paths.index(".github/ISSUE_TEMPLATE/bug.md")
+
+
+def test_a_20_kb_issue_from_stdin_is_answered_inside_the_budget_and_never_echoed(shop):
+    issue = "format_amount rounds wrongly\n\n" + ("The amount shown is off by a cent in the report. " * 420)
+    assert len(issue) > 20_000
+    data, paths = located(shop, issue, "--budget", "120")
+    assert data["query_chars"] == len(issue)
+    assert "query" not in data
+    assert 0 < data["tokens_used"] <= 120
+    assert paths
+    assert paths[0] == "shop/money.py"
+    text = run(shop, "locate", "-", "--budget", "120", stdin=issue).stdout
+    assert text.startswith("shop/money.py")
+
+
+def test_history_points_at_the_files_past_commits_like_the_issue_changed(shop):
+    data, _paths = located(shop, "amounts have a rounding problem")
+    money = next(f for f in data["files"] if f["path"] == "shop/money.py")
+    assert {"signal": "history", "detail": "Fix rounding of amounts"} in money["evidence"]
+
+
+def test_nothing_committed_after_the_indexed_commit_is_used(shop):
+    commit(shop, {"shop/catalog.py": PACKAGE["shop/catalog.py"] + "# zebra\n"}, "Quagga fix in the catalogue")
+    data, _ = located(shop, "quagga")  # not reindexed: the commit is after the indexed one
+    assert all(e["signal"] != "history" for f in data["files"] for e in f["evidence"])
+    run(shop, "reindex-from-changes", "--quiet")
+    data, _ = located(shop, "quagga")
+    assert any(e["signal"] == "history" for f in data["files"] for e in f["evidence"])
+
+
+def test_a_branch_switch_and_a_rebase_leave_the_history_true(shop):
+    def messages():
+        with sqlite3.connect(history.history_path(shop)) as db:
+            return {row[0] for row in db.execute("SELECT message FROM messages")}
+
+    git(shop, "checkout", "-q", "-b", "side")
+    commit(shop, {"shop/catalog.py": "def list_items(store):\n    return list(store)\n"}, "Flamingo on a side branch")
+    kb = KnowledgeBase.open(shop, embedder_factory=lambda s: HashingEmbedder())
+    kb.reindex_changes(embed=False)
+    assert "Flamingo on a side branch" in messages()
+    git(shop, "checkout", "-q", "-")
+    kb.reindex_changes(embed=False)
+    assert "Flamingo on a side branch" not in messages()
+    git(shop, "commit", "-q", "--amend", "-m", "Fix rounding of amounts, amended")
+    kb.reindex_changes(embed=False)
+    assert "Fix rounding of amounts" not in messages()
+    assert "Fix rounding of amounts, amended" in messages()
+
+
+def test_history_can_be_turned_off(shop):
+    history.history_path(shop).unlink()
+    kb = KnowledgeBase.open(shop, overrides={"history": False}, embedder_factory=lambda s: HashingEmbedder())
+    kb.reindex_changes(embed=False)
+    kb.reindex_all(embed=False)
+    assert not history.history_path(shop).exists()
+
+
+def test_locate_reads_a_file_and_says_what_is_wrong_with_a_bad_one(shop, tmp_path):
+    issue = tmp_path / "issue.md"
+    issue.write_text("format_amount rounding\n")
+    assert run(shop, "locate", "--file", str(issue)).stdout.startswith("shop/money.py")
+    missing = run(shop, "locate", "--file", str(tmp_path / "nope.md"), expect=2)
+    assert "nope.md: cannot read" in missing.output
+    binary = tmp_path / "issue.bin"
+    binary.write_bytes(b"\xff\xfe\x00bad")
+    assert "issue.bin: not UTF-8 text" in run(shop, "locate", "--file", str(binary), expect=2).output
+    assert "give the issue text" in run(shop, "locate", expect=2).output
+
+
+def test_the_issue_is_read_for_its_structure():
+    issue = read_issue(
+        "Matrix.col_insert() no longer works\n\n```python\n>>> from sympy import Matrix, eye\n"
+        ">>> M = eye(6)\n>>> M.col_insert(3, 2 * ones(6, 2))\n```\n"
+        'Traceback:\n  File "/x/sympy/matrices/common.py", line 10, in col_insert\n'
+        '  File "/x/sympy/matrices/dense.py", line 20, in _eval_col_insert\n'
+        "IndexError: index out of range for the matrix\nsee sympy/matrices/common.py and sympy.matrices.dense\n"
+    )
+    assert issue.title == "Matrix.col_insert() no longer works"
+    assert issue.frames[0].path.endswith("dense.py")
+    assert issue.frames[0].position == 0
+    assert issue.frames[1].function == "col_insert"
+    assert "sympy/matrices/common.py" in issue.paths
+    assert "sympy.matrices.dense" in issue.modules
+    assert {"col_insert", "Matrix", "eye", "ones"} <= set(issue.names)
+    assert "index out of range for the matrix" in issue.messages
