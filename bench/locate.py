@@ -134,7 +134,7 @@ for instance in spec["instances"]:
             sources = kb.indexes(("code", "docs"))
             known = {p: s for s in sources for p in s.store.files()}
             stage = static_stage(sources, kb.model)
-            votes = L.collect(sources, known, read_issue(text), stage.embed_query if stage else None,
+            votes = L.collect(sources, known, read_issue(text), [("static", stage.embed_query)] if stage else [],
                               partial(H.files_like, root))
             row["votes"] = {p: [[v[0], v[1]] for v in vs] for p, vs in votes.items()}
             row["quiet"] = [p for p in votes if L.quiet_path(p, known)]

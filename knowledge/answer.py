@@ -86,9 +86,13 @@ def answer(
 def _query_embedder(
     request: SearchRequest, sources: Sequence[KindIndex], model: Model
 ) -> Callable[[str], np.ndarray] | None:
+    return None if request.exact else query_embedder(sources, model)
+
+
+def query_embedder(sources: Sequence[KindIndex], model: Model) -> Callable[[str], np.ndarray] | None:
     """The transformer's query embedder, once some source has vectors and every source's were made by this model
     (by name first: a mismatch is said before any model is built or loaded); None: no transformer is asked."""
-    if request.exact or not any(index.coverage().embedded for index in sources):
+    if not any(index.coverage().embedded for index in sources):
         return None
     for index in sources:
         manifest = index.store.manifest

@@ -53,6 +53,7 @@ class LocatePolicy:
     quiet_damping: float = 0.3  # what a test, a doc or a template keeps of its own votes
 
 
+Stage = tuple[str, Callable[[str], "np.ndarray"]]  # "static" or "dense", and its query embedder
 Vote = tuple[str, float, str, int | str | None]  # signal, score within the signal, detail, chunk key or id
 
 
@@ -61,12 +62,14 @@ def locate(
     issue: IssueText,
     k: int,
     policy: LocatePolicy,
-    static_query: Callable[[str], np.ndarray] | None = None,
+    meaning: Sequence[Stage] = (),
     history: Callable[[Sequence[str]], list[tuple[str, float, str]]] | None = None,
     keep: Callable[[str], bool] | None = None,
 ) -> list[LocatedFile]:
+    """The `k` files to change for `issue`, best first; `meaning` are the dense stages the sources answer with
+    (("static", its query embedder), and ("dense", the transformer's) once vectors exist)."""
     known = {path: s for s in sources for path in s.store.files()}
-    votes = collect(sources, known, issue, static_query, history)
+    votes = collect(sources, known, issue, meaning, history)
     order = fuse(votes, {path: quiet_path(path, known) for path in known}, test_subjects(known), policy)
     chosen = [path for path in order if keep is None or keep(path)][:k]
     return [_located(path, order[path], votes.get(path, []), known) for path in chosen]
@@ -76,7 +79,7 @@ def collect(
     sources: Sequence[KindIndex],
     known: dict[str, KindIndex],
     issue: IssueText,
-    static_query: Callable[[str], np.ndarray] | None = None,
+    meaning: Sequence[Stage] = (),
     history: Callable[[Sequence[str]], list[tuple[str, float, str]]] | None = None,
 ) -> dict[str, list[Vote]]:
     """Every signal's votes, per file."""
@@ -86,10 +89,12 @@ def collect(
         _frames_and_paths(issue, known, votes)
         _names(code, issue, votes)
         _messages(code, issue, votes)
+    text = salient(issue)
+    vectors = [(stage, embed(text)) for stage, embed in meaning]
     for source in sources:
         _words(source, issue, votes)
-        if static_query is not None and source.coverage().static_rows:
-            _meaning(source, issue, static_query, votes)
+        for stage, vector in vectors:
+            _meaning(source, stage, vector, votes)
     if history is not None:
         for path, score, detail in history(terms(issue.text)):
             if path in known:
@@ -196,11 +201,15 @@ def _words(source: KindIndex, issue: IssueText, votes: dict[str, list[Vote]]) ->
     _per_file(source, [(hit.key, hit.score) for hit in hits], "words", votes)
 
 
-def _meaning(
-    source: KindIndex, issue: IssueText, static_query: Callable[[str], np.ndarray], votes: dict[str, list[Vote]]
-) -> None:
-    text = salient(issue)
-    hits = source.store.static_search(static_query(text), DEPTH)
+def _meaning(source: KindIndex, stage: str, vector: np.ndarray, votes: dict[str, list[Vote]]) -> None:
+    """One dense stage's nearest chunks (the static stage's table, or the transformer's vectors) read per file."""
+    coverage = source.coverage()
+    if stage == "static" and coverage.static_rows:
+        hits = source.store.static_search(vector, DEPTH)
+    elif stage == "dense" and coverage.embedded:
+        hits = source.store.dense_search(vector, DEPTH)
+    else:
+        return
     _per_file(source, [(hit.key, hit.score) for hit in hits], "meaning", votes)
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
-from .answer import Model, static_stage
+from .answer import Model, query_embedder, static_stage
 from .config import Settings
 from .globs import glob_to_regex, matches_any
 from .issue import read_issue
@@ -31,15 +31,11 @@ def answer_locate(
     when each is printed by `printed` (the widest form the caller prints)."""
     budget = request.budget or settings.budget
     stage = static_stage(sources, model)
-    files = locate(
-        sources,
-        read_issue(request.query),
-        request.k or DEFAULT_K,
-        LocatePolicy(),
-        stage.embed_query if stage is not None else None,
-        history,
-        _path_filter(request),
-    )
+    dense = query_embedder(sources, model)
+    meaning = [("static", stage.embed_query)] if stage is not None else []
+    meaning += [("dense", dense)] if dense is not None else []
+    issue = read_issue(request.query)
+    files = locate(sources, issue, request.k or DEFAULT_K, LocatePolicy(), meaning, history, _path_filter(request))
     kept, used = [], 0
     for position, file in enumerate(files):
         for shape in _shapes(file):
