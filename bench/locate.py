@@ -6,8 +6,10 @@ flask), the product's own path, main and this tree side by side in one run, besi
 
 Each repository is cloned once per side from its mirror (`fetch` brings sympy/sympy, psf/requests, pallets/flask to
 /work/.mirror), its refs removed so nothing after an instance's base commit is reachable, and walked through its
-instances in date order: `git checkout` of the base commit, then `reindex_changes` (what the hooks run), then the
-issue text as filed, asked two ways:
+instances in date order: `git checkout` of the base commit, then `reindex_changes` (what the hooks run) by this
+tree's code (this work changes no chunk and no index file the base reads, so both sides ask one index: half the
+indexing), then the issue text as filed, asked by each side (its own process, its own code, models loaded before the
+clock starts) two ways:
 - `search`: `knowledge search "<issue>" --files` (k 10, threshold 0, a large budget): what main offers;
 - `locate`: `knowledge locate "<issue>"` (k 10, a large budget), where the side has it.
 The BM25 baseline (every `.py` file of the base commit one document, identifiers split, k1 1.2, b 0.75) reads the
@@ -93,56 +95,78 @@ def bm25_files(repo: str, commit: str, issue: str, k: int = 10) -> list[str]:
     return [paths[i] for i in order[:k]]
 
 
-# ---- one side: its clone of each repository walked in date order ---------------------------------------------------
+# ---- the sides: one worker process each, over one clone and one index per repository ----------------------------
 WORKER = r"""
-import json, sys, time, subprocess
+import json, sys, time
 sys.path.insert(0, sys.argv[1])
 from pathlib import Path
 from knowledge.kb import KnowledgeBase
-spec = json.loads(open(sys.argv[2]).read())
-root = Path(spec["root"])
-kb = None
-out = {}
-for instance in spec["instances"]:
-    subprocess.run(["git", "checkout", "-q", "-f", "-B", "bench", instance["base_commit"]], cwd=root, check=True)
-    subprocess.run(["git", "clean", "-q", "-fdx", "-e", ".knowledge"], cwd=root, check=True)
-    started = time.monotonic()
-    kb = KnowledgeBase.open(root, overrides={"home": spec["home"]})
-    if kb.engine.exists("code"):
-        kb.reindex_changes(embed=False)
+home = sys.argv[2]
+for line in sys.stdin:
+    order = json.loads(line)
+    root = Path(order["root"])
+    kb = KnowledgeBase.open(root, overrides={"home": home})  # fresh each time: the index moved under it
+    row = {}
+    if order["op"] == "index":
+        started = time.monotonic()
+        if kb.engine.exists("code"):
+            kb.reindex_changes(embed=False)
+        else:
+            kb.reindex_all(embed=False)
+        row["indexed_s"] = round(time.monotonic() - started, 2)
     else:
-        kb.reindex_all(embed=False)
-    indexed = time.monotonic() - started
-    row = {"indexed_s": round(indexed, 2)}
-    text = instance["problem_statement"]
-    t = time.monotonic()
-    response = kb.search(text, kind="all", files_only=True, k=10, threshold=0.0, budget=50000)
-    row["search"] = [hit.path for hit in response.results]
-    row["search_ms"] = round((time.monotonic() - t) * 1000)
-    if hasattr(kb, "locate"):
+        text = order["text"]
+        kb.search("warm up", kind="all", files_only=True)  # the models loaded before the clock starts
         t = time.monotonic()
-        answer = kb.locate(text, k=10, budget=50000)
-        row["locate"] = [f.path for f in answer.files]
-        row["locate_ms"] = round((time.monotonic() - t) * 1000)
-        row["locate_evidence"] = [[e.signal for e in f.evidence] for f in answer.files[:3]]
-        if spec.get("dump"):  # every signal's votes, to weigh the signals offline (--dump)
-            from functools import partial
-            import knowledge.locate as L
-            from knowledge import history as H
-            from knowledge.answer import static_stage
-            from knowledge.issue import read_issue
-            sources = kb.indexes(("code", "docs"))
-            known = {p: s for s in sources for p in s.store.files()}
-            stage = static_stage(sources, kb.model)
-            votes = L.collect(sources, known, read_issue(text), [("static", stage.embed_query)] if stage else [],
-                              partial(H.files_like, root))
-            row["votes"] = {p: [[v[0], v[1]] for v in vs] for p, vs in votes.items()}
-            row["quiet"] = [p for p in votes if L.quiet_path(p, known)]
-            row["subjects"] = {q: s for q, s in L.test_subjects(known).items() if q in votes}
-    out[instance["instance_id"]] = row
-    print(f"  {instance['instance_id']}: indexed {indexed:.1f}s", file=sys.stderr, flush=True)
-json.dump(out, open(sys.argv[3], "w"))
+        response = kb.search(text, kind="all", files_only=True, k=10, threshold=0.0, budget=50000)
+        row["search"] = [hit.path for hit in response.results]
+        row["search_ms"] = round((time.monotonic() - t) * 1000)
+        if hasattr(kb, "locate"):
+            t = time.monotonic()
+            answer = kb.locate(text, k=10, budget=50000)
+            row["locate"] = [f.path for f in answer.files]
+            row["locate_ms"] = round((time.monotonic() - t) * 1000)
+            if order.get("dump"):  # every signal's votes, to weigh the signals offline (--dump)
+                from functools import partial
+                import knowledge.locate as L
+                from knowledge import history as H
+                from knowledge.answer import static_stage
+                from knowledge.issue import read_issue
+                sources = kb.indexes(("code", "docs"))
+                known = {p: s for s in sources for p in s.store.files()}
+                stage = static_stage(sources, kb.model)
+                votes = L.collect(sources, known, read_issue(text), [("static", stage.embed_query)] if stage else [],
+                                  partial(H.files_like, root))
+                row["votes"] = {p: [[v[0], v[1]] for v in vs] for p, vs in votes.items()}
+                row["quiet"] = [p for p in votes if L.quiet_path(p, known)]
+                row["subjects"] = {q: s for q, s in L.test_subjects(known).items() if q in votes}
+    print(json.dumps(row), flush=True)
 """
+
+
+class Worker:
+    """One side's code in its own process, answering orders (index, ask) one JSON line each."""
+
+    def __init__(self, code: Path, home: Path) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, "-c", WORKER, str(code), str(home)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            text=True,
+        )  # fmt: skip
+
+    def order(self, **fields: object) -> dict:
+        assert self.process.stdin is not None
+        assert self.process.stdout is not None
+        self.process.stdin.write(json.dumps(fields) + "\n")
+        self.process.stdin.flush()
+        line = self.process.stdout.readline()
+        if not line:
+            raise RuntimeError(f"a worker stopped (exit {self.process.wait()})")
+        return json.loads(line)
+
+    def close(self) -> None:
+        if self.process.stdin is not None:
+            self.process.stdin.close()
+        self.process.wait()
 
 
 def prepare_clone(repo: str, dest: Path) -> Path:
@@ -162,13 +186,26 @@ def prepare_clone(repo: str, dest: Path) -> Path:
     return dest
 
 
-def run_side(code: Path, repo: str, instances: list[dict], work: Path, home: Path, dump: bool = False) -> dict:
+def walk(repo: str, instances: list[dict], sides: dict[str, Path], work: Path, home: Path, dump: bool) -> dict:
+    """Each instance: checked out, indexed once by the indexing side (the tree's code when it runs: this work changes
+    no chunk and no index file the base reads), then asked by every side in turn."""
     clone = prepare_clone(repo, work / repo.replace("/", "+"))
-    spec = work / f"{repo.replace('/', '+')}.spec.json"
-    spec.write_text(json.dumps({"root": str(clone), "instances": instances, "home": str(home), "dump": dump}))
-    result = work / f"{repo.replace('/', '+')}.out.json"
-    subprocess.run([sys.executable, "-c", WORKER, str(code), str(spec), str(result)], check=True)
-    return json.loads(result.read_text())
+    workers = {side: Worker(code, home) for side, code in sides.items()}
+    indexer = workers["tree"] if "tree" in workers else next(iter(workers.values()))
+    out: dict[str, dict] = {side: {} for side in sides}
+    try:
+        for instance in instances:
+            git("checkout", "-q", "-f", "-B", "bench", instance["base_commit"], cwd=clone)
+            git("clean", "-q", "-fdx", "-e", ".knowledge", cwd=clone)
+            indexed = indexer.order(op="index", root=str(clone))["indexed_s"]
+            for side, worker in workers.items():
+                row = worker.order(op="ask", root=str(clone), text=instance["problem_statement"], dump=dump)
+                out[side][instance["instance_id"]] = {"indexed_s": indexed, **row}
+            print(f"  {instance['instance_id']}: indexed {indexed:.1f}s", file=sys.stderr, flush=True)
+    finally:
+        for worker in workers.values():
+            worker.close()
+    return out
 
 
 def scores(ranked: dict[str, list[str]], gold: dict[str, list[str]]) -> dict[str, float]:
@@ -248,20 +285,19 @@ def main() -> None:
     by_repo: dict[str, list[dict]] = {}
     for instance in instances:
         by_repo.setdefault(instance["repo"], []).append(instance)
-    for side, code in sides.items():
-        started = time.monotonic()
-        for repo, group in by_repo.items():
-            print(f"{side}: {repo} ({len(group)} issues)", file=sys.stderr, flush=True)
-            out = run_side(code, repo, group, args.work / side, home, args.dump and side == "tree")
-            if args.dump and side == "tree":
-                dumped.update({iid: row for iid, row in out.items() if "votes" in row})
+    started = time.monotonic()
+    for repo, group in by_repo.items():
+        print(f"{repo} ({len(group)} issues)", file=sys.stderr, flush=True)
+        by_side = walk(repo, group, sides, args.work / "clones", home, args.dump)
+        for side, out in by_side.items():
+            dumped.update({iid: row for iid, row in out.items() if "votes" in row})
             for iid, row in out.items():
-                indexing.setdefault(side, []).append(row["indexed_s"])
+                indexing.setdefault("index", []).append(row["indexed_s"])
                 for asker in ("search", "locate"):
                     if asker in row:
                         runs.setdefault(f"{side} {asker}", {})[iid] = row[asker]
                         timing.setdefault(f"{side} {asker}", []).append(row[f"{asker}_ms"])
-        print(f"{side}: {time.monotonic() - started:.0f}s", file=sys.stderr, flush=True)
+    print(f"all: {time.monotonic() - started:.0f}s", file=sys.stderr, flush=True)
     results = {
         "base": git("rev-parse", args.base, cwd=PROJECT).strip(),
         "instances": len(instances),

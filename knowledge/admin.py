@@ -16,17 +16,20 @@ from . import agent_config
 from .agent_config import CLIENTS, SCOPES, Change
 from .child import knowledge_argv, start_detached
 from .config import MODEL_VARIANTS, Settings, load_settings, redact_url
+from .corpus import KINDS
 from .embedding import MODELS, model_spec
-from .errors import KnowledgeError
+from .errors import IndexNotFoundError, KnowledgeError
 from .fs import make_dirs, open_append, write_file
-from .git import repo_root
+from .git import commit_exists, repo_root
 from .path_gate import generated_file
-from .records import INDEX_DIR_NAME
+from .records import INDEX_DIR_NAME, IndexReport
+from .snapshot import SnapshotInfo, export_index, import_index, read_manifest, write_origin
 
 __all__ = ["CLIENTS", "MODEL_VARIANTS", "SCOPES", "Change"]
 
 if TYPE_CHECKING:
     from .hooks import HookState as HookState
+    from .kb import KnowledgeBase
 
 Overrides = dict[str, object]
 
@@ -245,3 +248,45 @@ def team_trust(root: Path) -> str:
     from . import teams
 
     return teams.trust(root)
+
+
+def export_snapshot(kb: KnowledgeBase, dest: Path) -> SnapshotInfo:
+    """The local index in one file (snapshot.py), stamped with its commit and model."""
+    if kb.settings.store != "local":
+        raise KnowledgeError("export reads a local index; a shared store is one index for every clone already")
+    kinds = [kind for kind in KINDS if kb.engine.present(kind)]
+    if not kinds:
+        raise IndexNotFoundError("no index to export yet; run `knowledge reindex-all`")
+    with kb.writer_lock():
+        store = kb.index(kinds[0]).store
+        commit = store.commit()
+        if commit is None:
+            raise KnowledgeError("the index records no commit (a folder outside git): no clone could catch up from it")
+        manifest = store.manifest
+        return export_index(kb.root, dest, commit, manifest.model_id, manifest.model_fingerprint)
+
+
+def import_snapshot(kb: KnowledgeBase, path: Path) -> tuple[SnapshotInfo, IndexReport]:
+    """A snapshot made searchable here, then caught up from its commit to the checkout (as the hooks do)."""
+    if kb.settings.store != "local":
+        raise KnowledgeError("import writes a local index; this repository's settings name a shared store")
+    info = read_manifest(path)
+    if not commit_exists(kb.root, info.commit):
+        raise KnowledgeError(f"{path}: its commit {info.commit[:12]} is not in this clone; fetch it first")
+    mine = kb.model.identity()
+    if mine.fingerprint != info.model_fingerprint:
+        raise KnowledgeError(
+            f"{path}: built with {info.model_id} ({info.model_fingerprint}), but this clone's model is "
+            f"{mine.model_id} ({mine.fingerprint}); set model to {info.model_id} and install it, or build here"
+        )
+
+    def swap(move: Callable[[], None]) -> None:
+        with kb.writer_lock():
+            move()
+            write_origin(kb.root, info.commit)
+
+    import_index(kb.root, info, swap)
+    report = kb.reindex_changes(embed=False)
+    if report.chunks_pending:  # what changed since the snapshot gets its vectors in the background, as after a reindex
+        kb.embed_in_background()
+    return info, report

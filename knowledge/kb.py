@@ -164,7 +164,7 @@ class KnowledgeBase:
         )
 
     @contextlib.contextmanager
-    def _writer_lock(self) -> Iterator[None]:
+    def writer_lock(self) -> Iterator[None]:
         with file_lock(lock_path(self.root)):
             self.engine.remove_leftovers()  # no other writer can be mid-write now: whatever is half-written is stale
             yield
@@ -173,7 +173,7 @@ class KnowledgeBase:
     def reindex_all(self, on_progress: ProgressCallback | None = None, embed: bool = True) -> IndexReport:
         """A clean index of every kind, searchable as soon as the chunks are in; then (if `embed`) the vectors."""
         started = time.monotonic()
-        with self._writer_lock():
+        with self.writer_lock():
             indexer = self._indexer(on_progress)
             commit = self._head()
             reports = [indexer.rebuild(kind, commit)[1] for kind in KINDS]
@@ -191,7 +191,7 @@ class KnowledgeBase:
     ) -> IndexReport:
         """Re-index what changed since the indexed commit (or exactly `paths`, repository-relative)."""
         started = time.monotonic()
-        with self._writer_lock():
+        with self.writer_lock():
             commit = self._head()
             reports = [self._update_kind(kind, paths, worktree, commit, on_progress) for kind in KINDS]
             if self.settings.history:
@@ -244,7 +244,7 @@ class KnowledgeBase:
                 stores,
                 self.model.embedder,
                 cache,
-                self._writer_lock,
+                self.writer_lock,
                 on_progress,
                 compact_at_end=compact,
                 first=recently_changed(self.root),

@@ -11,7 +11,7 @@ from .config import Settings
 from .globs import glob_to_regex, matches_any
 from .issue import read_issue
 from .kind import KindIndex
-from .locate import LocatePolicy, locate
+from .locate import LocatePolicy, Stage, locate
 from .records import LocatedFile, LocateResponse
 from .request import LocateRequest
 
@@ -32,7 +32,7 @@ def answer_locate(
     budget = request.budget or settings.budget
     stage = static_stage(sources, model)
     dense = query_embedder(sources, model)
-    meaning = [("static", stage.embed_query)] if stage is not None else []
+    meaning: list[Stage] = [("static", stage.embed_query)] if stage is not None else []
     meaning += [("dense", dense)] if dense is not None else []
     issue = read_issue(request.query)
     files = locate(sources, issue, request.k or DEFAULT_K, LocatePolicy(), meaning, history, _path_filter(request))

@@ -225,6 +225,7 @@ class IndexStatus:
     fill: bool = True  # false (the `fill` setting): the index stays at the first stage
     redactions: tuple[FileProblem, ...] = field(default_factory=tuple)  # secrets replaced: file, line and kind
     store: str = "local"  # where the index lives: "local" or the shared database, repository and branch
+    origin: str = "built here"  # or "imported from a snapshot of <commit>", or "a shared store"
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,6 +11,7 @@ from . import git
 from .fs import is_locked
 from .kind import KindIndex
 from .records import IndexStatus
+from .snapshot import read_origin
 from .store import Coverage, embed_lock_path, index_dir, lock_path
 
 
@@ -84,6 +85,7 @@ def index_status(root: Path, store: str, indexes: list[KindIndex], head: str | N
         root=str(root),
         index_dir=str(index_dir(root)),
         store=store,
+        origin="a shared store" if store != "local" else read_origin(root) or "built here",
         exists=True,
         model=f"{manifest.model_id} ({manifest.model_variant})",
         dims=manifest.dims,

@@ -40,6 +40,7 @@ LAYERS = {
         "knowledge.agent_config",
         "knowledge.locate",
         "knowledge.locate_answer",
+        "knowledge.snapshot",
     ),
     "adapters": (
         "knowledge.store",
@@ -89,6 +90,7 @@ SIDEWAYS = {
     ("knowledge.grep", "knowledge.kind"): "greps the files a KindIndex holds",
     ("knowledge.serving", "knowledge.kind"): "a chunk's current lines",
     ("knowledge.status", "knowledge.kind"): "counts and freshness of KindIndexes",
+    ("knowledge.status", "knowledge.snapshot"): "where the index came from: built here or imported",
     ("knowledge.drift_notes", "knowledge.kind"): "notes valid for one docs index",
     ("knowledge.findability", "knowledge.kind"): "asks a docs KindIndex",
     # one request answered: the model's check, the pipeline, what the answer leaves behind

@@ -10,7 +10,7 @@ import click
 
 from ..admin import MODEL_VARIANTS
 from ..version import __version__
-from . import agents, daemon, docs, hooks, index, locate, model, search, serve, settings, source, teams
+from . import agents, daemon, docs, hooks, index, locate, model, search, serve, settings, snapshot, source, teams
 from .guard import KnowledgeGroup
 
 
@@ -43,6 +43,8 @@ COMMANDS = (
     index.reindex_all_command,
     index.reindex_from_changes_command,
     index.embed_command,
+    snapshot.export_command,
+    snapshot.import_command,
     search.search_command,
     locate.locate_command,
     search.status_command,

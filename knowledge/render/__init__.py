@@ -252,6 +252,7 @@ def status_to_text(status: IndexStatus, verbose: bool = False) -> str:
     lines = [
         f"root:       {status.root}",
         *([f"store:      {status.store}"] if status.store != "local" else []),
+        *([f"origin:     {status.origin}"] if status.origin != "built here" else []),
         f"model:      {status.model}, {status.dims} dims",
         f"indexed:    {status.files} files, {status.chunks} chunks"
         + (

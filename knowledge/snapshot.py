@@ -1,0 +1,192 @@
+"""Snapshots: a local index in one file, built once (in CI, on the default branch) and imported by any clone.
+
+A snapshot is an uncompressed tar (the index files are mostly vectors and already dense) holding `snapshot.json`
+first, then each kind's SQLite file (chunks, lexical index, static rows; a consistent copy made with SQLite's backup
+API), its `.meta.json` and its `.usearch` vectors where they exist, and the history. `snapshot.json` names the
+commit, the model and every file with its size and sha256. Import reads only the names it knows, each a plain file
+of the stated size and checksum, into a folder of its own, then swaps them in under the writer lock; nothing in a
+snapshot is executed or unpickled."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import re
+import shutil
+import sqlite3
+import tarfile
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import KnowledgeError
+from .fs import atomic_write, fsync_dir, private_dir
+from .store import index_dir
+
+SNAPSHOT_FORMAT = 1
+MANIFEST = "snapshot.json"
+ORIGIN = "origin.json"
+_MEMBER = re.compile(r"^(?:(?:docs|code)\.(?:sqlite|usearch|meta\.json)|history\.sqlite)$")
+_CHUNK = 1 << 20
+
+
+@dataclass(frozen=True, slots=True)
+class SnapshotInfo:
+    commit: str
+    model_id: str
+    model_fingerprint: str
+    files: dict[str, tuple[int, str]]  # name -> (size, sha256)
+    path: Path
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        while chunk := handle.read(_CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def export_index(root: Path, dest: Path, commit: str, model_id: str, model_fingerprint: str) -> SnapshotInfo:
+    """Write the index of `root` to `dest` (the caller holds the writer lock, so no file moves meanwhile)."""
+    folder = index_dir(root)
+    with tempfile.TemporaryDirectory(prefix=".snapshot.", dir=folder) as scratch:
+        staged: dict[str, Path] = {}
+        for name in sorted(os.listdir(folder)):
+            if not _MEMBER.match(name):
+                continue
+            copy = Path(scratch) / name
+            if name.endswith(".sqlite"):  # one consistent file: what the WAL holds is folded in
+                source, target = sqlite3.connect(folder / name), sqlite3.connect(copy)
+                with contextlib.closing(source), contextlib.closing(target):
+                    source.backup(target)
+            else:
+                shutil.copyfile(folder / name, copy)
+            staged[name] = copy
+        files = {name: (path.stat().st_size, _sha256(path)) for name, path in staged.items()}
+        manifest = {
+            "format": SNAPSHOT_FORMAT,
+            "commit": commit,
+            "model_id": model_id,
+            "model_fingerprint": model_fingerprint,
+            "files": {name: {"size": size, "sha256": sha} for name, (size, sha) in files.items()},
+        }
+        manifest_path = Path(scratch) / MANIFEST
+        manifest_path.write_text(json.dumps(manifest, indent=1))
+        partial = dest.with_name(f".{dest.name}.partial")
+        partial.unlink(missing_ok=True)
+        os.close(os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600))  # private, as the index
+        with tarfile.open(partial, "w", format=tarfile.PAX_FORMAT) as archive:
+            archive.add(manifest_path, arcname=MANIFEST, recursive=False)
+            for name, path in staged.items():
+                archive.add(path, arcname=name, recursive=False)
+        os.replace(partial, dest)
+    return SnapshotInfo(commit, model_id, model_fingerprint, files, dest)
+
+
+def read_manifest(path: Path) -> SnapshotInfo:
+    """The snapshot's own description, checked for shape; one line naming the file when it is not a snapshot."""
+    try:
+        with tarfile.open(path, "r:") as archive:
+            first = archive.next()
+            if first is None or first.name != MANIFEST or not first.isfile() or first.size > 1 << 20:
+                raise KnowledgeError(f"{path}: not a knowledge snapshot (no {MANIFEST} first)")
+            handle = archive.extractfile(first)
+            data = json.loads(handle.read() if handle else b"")
+    except (tarfile.TarError, OSError, ValueError) as exc:
+        raise KnowledgeError(f"{path}: not a readable knowledge snapshot ({exc})") from None
+    try:
+        if data["format"] != SNAPSHOT_FORMAT:
+            raise KnowledgeError(f"{path}: snapshot format {data['format']}, this knowledge reads {SNAPSHOT_FORMAT}")
+        files = {name: (int(f["size"]), str(f["sha256"])) for name, f in data["files"].items()}
+        info = SnapshotInfo(str(data["commit"]), str(data["model_id"]), str(data["model_fingerprint"]), files, path)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise KnowledgeError(f"{path}: the snapshot's {MANIFEST} is malformed ({exc})") from None
+    if not re.fullmatch(r"[0-9a-f]{40}|[0-9a-f]{64}", info.commit):
+        raise KnowledgeError(f"{path}: the snapshot names no commit")
+    unknown = sorted(name for name in info.files if not _MEMBER.match(name))
+    if unknown or not any(name.endswith(".sqlite") and name != "history.sqlite" for name in info.files):
+        said = f" (unknown: {', '.join(unknown)})" if unknown else ""
+        raise KnowledgeError(f"{path}: the snapshot holds no index{said}")
+    return info
+
+
+def import_index(root: Path, info: SnapshotInfo, swap: Callable[[Callable[[], None]], None]) -> None:
+    """Unpack `info.path` into a private folder, each file checked against its stated size and checksum, then
+    `swap` runs the move into `.knowledge/` (under the writer lock): the kinds the snapshot holds replace the ones
+    there, the others stay."""
+    folder = index_dir(root)
+    private_dir(folder)
+    with tempfile.TemporaryDirectory(prefix=".import.", dir=folder) as scratch:
+        seen: set[str] = set()
+        try:
+            with tarfile.open(info.path, "r:") as archive:
+                for member in archive:
+                    if member.name == MANIFEST:
+                        continue
+                    if member.name not in info.files or not member.isfile() or member.name in seen:
+                        raise KnowledgeError(f"{info.path}: unexpected entry {member.name!r}; the snapshot is refused")
+                    size, sha = info.files[member.name]
+                    if member.size != size:
+                        raise KnowledgeError(f"{info.path}: {member.name} is {member.size} bytes, {size} stated")
+                    target = Path(scratch) / member.name
+                    source = archive.extractfile(member)
+                    digest = hashlib.sha256()
+                    with target.open("wb") as out:
+                        while source is not None and (chunk := source.read(_CHUNK)):
+                            digest.update(chunk)
+                            out.write(chunk)
+                    if digest.hexdigest() != sha:
+                        raise KnowledgeError(f"{info.path}: {member.name} does not match its checksum (tampered?)")
+                    os.chmod(target, 0o600)
+                    seen.add(member.name)
+        except (tarfile.TarError, OSError) as exc:
+            raise KnowledgeError(f"{info.path}: cannot be read to the end ({exc}); truncated?") from None
+        missing = sorted(set(info.files) - seen)
+        if missing:
+            raise KnowledgeError(f"{info.path}: truncated: {', '.join(missing)} missing")
+
+        def move() -> None:
+            kinds = {name.split(".", 1)[0] for name in seen if name != "history.sqlite"}
+            for kind in kinds:  # a kind's old files go, the snapshot's come: never a mix of two indexes
+                for suffix in (".sqlite", ".sqlite-wal", ".sqlite-shm", ".usearch", ".meta.json"):
+                    (folder / f"{kind}{suffix}").unlink(missing_ok=True)
+            if "history.sqlite" in seen:
+                for suffix in ("-wal", "-shm"):
+                    (folder / f"history.sqlite{suffix}").unlink(missing_ok=True)
+            for name in seen:
+                os.replace(Path(scratch) / name, folder / name)
+            fsync_dir(folder)
+
+        swap(move)
+
+
+def write_origin(root: Path, commit: str) -> None:
+    """Where the index came from, for `status`: imported from a snapshot of `commit`, as long as the index built at
+    that moment is the one in place (a rebuild here makes it "built here" again)."""
+    folder = index_dir(root)
+    built = {kind: _built_at(folder, kind) for kind in ("docs", "code")}
+    atomic_write(folder / ORIGIN, json.dumps({"imported_from": commit, "built_at": built}))
+
+
+def read_origin(root: Path) -> str | None:
+    """`imported from a snapshot of <commit>` while the imported index is in place; None: built here."""
+    folder = index_dir(root)
+    try:
+        data = json.loads((folder / ORIGIN).read_text())
+        recorded = {kind: at for kind, at in data["built_at"].items() if at}
+        if recorded and all(_built_at(folder, kind) == at for kind, at in recorded.items()):
+            return f"imported from a snapshot of {str(data['imported_from'])[:12]}"
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+    return None
+
+
+def _built_at(folder: Path, kind: str) -> str:
+    try:
+        return str(json.loads((folder / f"{kind}.meta.json").read_text())["manifest"]["built_at"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return ""
