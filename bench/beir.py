@@ -37,6 +37,7 @@ from knowledge.kb import KnowledgeBase
 from knowledge.kind import KindIndex
 from knowledge.lexical import terms
 from knowledge.ranking import DEFAULT_POLICY, FusionParams
+from knowledge.ranking.query import parse
 from knowledge.records import Chunk
 from knowledge.retrieval import retrieve
 from knowledge.store import Change, Manifest, NewChunk
@@ -101,7 +102,7 @@ def rank(method: str, index: KindIndex, query: str, vector: np.ndarray, params: 
     elif method == "lexical":
         keys = [hit.key for hit in store.lexical_search(terms(query), TOP)]
     else:
-        keys = [c.key for c in retrieve(index, query, vector, TOP, replace(DEFAULT_POLICY, fusion=params))]
+        keys = [c.key for c in retrieve(index, parse(query), vector, TOP, replace(DEFAULT_POLICY, fusion=params))]
     chunks = store.chunks(keys[:TOP])
     return [chunks[key].id for key in keys[:TOP]]
 

@@ -14,8 +14,9 @@ clock starts) two ways:
 - `locate`: `knowledge locate "<issue>"` (k 10, a large budget), where the side has it.
 The BM25 baseline (every `.py` file of the base commit one document, identifiers split, k1 1.2, b 0.75) reads the
 commit from the mirror. Scores: Acc@1/5/10 (a gold file among the top k files) and MRR@10, per repository and overall.
-The first stage (static vectors and the lexical side, no transformer) is what runs here; the complete stage needs the
-transformer over every checkout (hours on 2 cores).
+`--stage first` (the default: static vectors and the lexical side, no transformer) or `--stage complete` (every
+step's changed chunks embedded by the transformer before the questions; sympy's 77 checkouts take hours on 2 cores,
+so `--repos psf/requests pallets/flask` is what was run here).
 """
 
 from __future__ import annotations
@@ -102,6 +103,7 @@ sys.path.insert(0, sys.argv[1])
 from pathlib import Path
 from knowledge.kb import KnowledgeBase
 home = sys.argv[2]
+complete = sys.argv[3] == "complete"  # the transformer's vectors made at every step (the fill, run here)
 for line in sys.stdin:
     order = json.loads(line)
     root = Path(order["root"])
@@ -110,9 +112,9 @@ for line in sys.stdin:
     if order["op"] == "index":
         started = time.monotonic()
         if kb.engine.exists("code"):
-            kb.reindex_changes(embed=False)
+            kb.reindex_changes(embed=complete)
         else:
-            kb.reindex_all(embed=False)
+            kb.reindex_all(embed=complete)
         row["indexed_s"] = round(time.monotonic() - started, 2)
     else:
         text = order["text"]
@@ -147,9 +149,9 @@ for line in sys.stdin:
 class Worker:
     """One side's code in its own process, answering orders (index, ask) one JSON line each."""
 
-    def __init__(self, code: Path, home: Path) -> None:
+    def __init__(self, code: Path, home: Path, stage: str) -> None:
         self.process = subprocess.Popen(
-            [sys.executable, "-c", WORKER, str(code), str(home)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            [sys.executable, "-c", WORKER, str(code), str(home), stage], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             text=True,
         )  # fmt: skip
 
@@ -186,11 +188,13 @@ def prepare_clone(repo: str, dest: Path) -> Path:
     return dest
 
 
-def walk(repo: str, instances: list[dict], sides: dict[str, Path], work: Path, home: Path, dump: bool) -> dict:
+def walk(
+    repo: str, instances: list[dict], sides: dict[str, Path], work: Path, home: Path, dump: bool, stage: str
+) -> dict:
     """Each instance: checked out, indexed once by the indexing side (the tree's code when it runs: this work changes
     no chunk and no index file the base reads), then asked by every side in turn."""
     clone = prepare_clone(repo, work / repo.replace("/", "+"))
-    workers = {side: Worker(code, home) for side, code in sides.items()}
+    workers = {side: Worker(code, home, stage) for side, code in sides.items()}
     indexer = workers["tree"] if "tree" in workers else next(iter(workers.values()))
     out: dict[str, dict] = {side: {} for side in sides}
     try:
@@ -242,6 +246,7 @@ def main() -> None:
     parser.add_argument("--repos", nargs="*", default=None, help="only these (owner/name)")
     parser.add_argument("--limit", type=int, default=None, help="the first N instances of each repository")
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--stage", choices=["first", "complete"], default="first")
     parser.add_argument("--dump", action="store_true", help="also write every signal's votes to WORK/votes.json")
     args = parser.parse_args()
 
@@ -253,8 +258,9 @@ def main() -> None:
         kept: Counter[str] = Counter()
         instances = [i for i in instances if (kept.update([i["repo"]]) or kept[i["repo"]] <= args.limit)]
     args.work.mkdir(parents=True, exist_ok=True)
-    # static home: the models, no cached transformer vector, so the first stage is what answers
-    home = args.work / "home"
+    # the first stage's home: the models, no cached transformer vector, so the first stage is what answers; the
+    # complete stage's: its own vector cache, filled as it goes
+    home = args.work / ("home" if args.stage == "first" else "home-complete")
     home.mkdir(exist_ok=True)
     models = (args.home or Path(os.environ.get("KNOWLEDGE_HOME") or Path.home() / ".cache" / "knowledge")) / "models"
     if not (home / "models").exists():
@@ -288,7 +294,7 @@ def main() -> None:
     started = time.monotonic()
     for repo, group in by_repo.items():
         print(f"{repo} ({len(group)} issues)", file=sys.stderr, flush=True)
-        by_side = walk(repo, group, sides, args.work / "clones", home, args.dump)
+        by_side = walk(repo, group, sides, args.work / f"clones-{args.stage}", home, args.dump, args.stage)
         for side, out in by_side.items():
             dumped.update({iid: row for iid, row in out.items() if "votes" in row})
             for iid, row in out.items():

@@ -16,7 +16,7 @@ from .corpus import read_source
 from .kind import KindIndex
 from .path_gate import Refusal, resolve_inside
 from .patterns import UserPattern, user_regex
-from .ranking.query import qualified_names, scope_words
+from .ranking.query import in_scope, qualified_names, scope_words
 from .records import Chunk, FileProblem, SearchHit, SearchResponse, is_part
 
 DEFINITIONS_READ = 200  # definitions of a qualified name's last part read, to find the ones its qualifiers name
@@ -84,9 +84,7 @@ def _definitions(
     ((name, ways),) = asked.items()
     keys = index.store.defining([name], DEFINITIONS_READ)
     chunks = [c for c in index.store.chunks(keys).values() if not is_part(c.id)]
-    scopes = {c.id: scope_words(c.path, c.parent) for c in chunks}
-    known = set().union(*scopes.values()) if scopes else set()
-    wanted = {c.id for c in chunks for q in ways if (q & known) and (q & known) <= scopes[c.id]}
+    wanted = in_scope({c.id: scope_words(c.path, c.parent) for c in chunks}, ways)
     out = []
     for chunk in sorted((c for c in chunks if c.id in wanted), key=lambda c: (c.path, c.line_start)):
         if keep is not None and not keep(chunk):

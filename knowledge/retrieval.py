@@ -9,9 +9,8 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from .kind import KindIndex
-from .lexical import identifiers, terms
-from .ranking import Candidate, RankingPolicy, asked_names, fuse
-from .ranking.query import qualified_names, scope_words
+from .ranking import Candidate, RankingPolicy, fuse
+from .ranking.query import Query, scope_words
 
 QUALIFIED_DEPTH = 10  # a qualified name's definitions are read this many times deeper, then its scope's kept
 
@@ -19,8 +18,8 @@ if TYPE_CHECKING:
     import numpy as np
 
 
-def _exact_matches(query: str, index: KindIndex, keys: Sequence[int], policy: RankingPolicy) -> set[int]:
-    wanted = identifiers(query)
+def _exact_matches(query: Query, index: KindIndex, keys: Sequence[int], policy: RankingPolicy) -> set[int]:
+    wanted = set(query.identifiers)
     # Code only: in prose, camelCase words are terms of art ("vCJD", "iPSC"), and boosting them lowered SciFact dev
     # nDCG@10 (0.7232 without, 0.7213 with); in code they are names.
     if not wanted or index.kind != "code":
@@ -32,11 +31,11 @@ def _exact_matches(query: str, index: KindIndex, keys: Sequence[int], policy: Ra
     return {key for key, body in bodies.items() if wanted & body}
 
 
-def _definitions(index: KindIndex, query: str, limit: int) -> list[int]:
+def _definitions(index: KindIndex, query: Query, limit: int) -> list[int]:
     """The chunks defining a name the query asks for, at most `limit`; for a qualified name (`Command.invoke`, where
     `invoke` may be defined a hundred times) those whose scope its qualifiers name come first."""
-    qualified = qualified_names(query)
-    joined = index.store.defining(sorted(asked_names(query)), limit * (QUALIFIED_DEPTH if qualified else 1))
+    qualified = query.qualified
+    joined = index.store.defining(sorted(query.names), limit * (QUALIFIED_DEPTH if qualified else 1))
     if len(joined) <= limit:
         return joined
     chunks = index.store.chunks(joined)
@@ -49,13 +48,13 @@ def _definitions(index: KindIndex, query: str, limit: int) -> list[int]:
     return sorted(joined, key=lambda key: -named(key))[:limit]
 
 
-def lexical_candidates(index: KindIndex, query: str, depth: int) -> list[tuple[int, float]]:
-    return [(hit.key, hit.score) for hit in index.store.lexical_search(terms(query), depth)]
+def lexical_candidates(index: KindIndex, query: Query, depth: int) -> list[tuple[int, float]]:
+    return [(hit.key, hit.score) for hit in index.store.lexical_search(list(query.terms), depth)]
 
 
 def retrieve(
     index: KindIndex,
-    query: str,
+    query: Query,
     vector: np.ndarray | None,
     depth: int,
     policy: RankingPolicy,
@@ -70,14 +69,13 @@ def retrieve(
     static = (
         [(hit.key, hit.score) for hit in store.static_search(static_vector, depth)] if static_vector is not None else []
     )
-    query_terms = terms(query)
     if lexical_hits is None:
         lexical_hits = lexical_candidates(index, query, depth)
     pool = list(
         dict.fromkeys([key for key, _ in dense] + [key for key, _ in static] + [key for key, _ in lexical_hits])
     )
     exact = _exact_matches(query, index, pool, policy)
-    candidates = fuse(dense, lexical_hits, policy.fusion, exact, len(set(query_terms)), static)
+    candidates = fuse(dense, lexical_hits, policy.fusion, exact, len(set(query.terms)), static)
     if index.kind == "code" and policy.definitions_joined:  # definitions of asked names join, found or not
         known = {c.key for c in candidates}
         joined = _definitions(index, query, policy.definitions_joined)
@@ -91,7 +89,7 @@ def retrieve(
 
 
 def embed_beside_lexical(
-    sources: Sequence[KindIndex], embed_query: Callable[[str], np.ndarray], query: str, depth: int
+    sources: Sequence[KindIndex], embed_query: Callable[[str], np.ndarray], query: Query, depth: int
 ) -> tuple[np.ndarray, list[list[tuple[int, float]]]]:
     """The query vector and every source's lexical candidates, the lexical searches running in a thread while the
     model embeds (both release the GIL: onnxruntime and SQLite do their work in C)."""
@@ -107,7 +105,7 @@ def embed_beside_lexical(
     worker = threading.Thread(target=lexical_side, name="knowledge-lexical")
     worker.start()
     try:
-        vector = embed_query(query)
+        vector = embed_query(query.text)
     finally:
         worker.join()
     if failure:

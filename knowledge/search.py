@@ -20,8 +20,9 @@ from .grep import occurrences
 from .kind import KindIndex
 from .members import answer_text, is_container, leading_lines
 from .pieces import group_key, is_part, matched
-from .ranking import RULES, Candidate, carries_text, is_bare_name, passes, relevance
+from .ranking import RULES, Candidate, carries_text, passes, relevance
 from .ranking import rank as rank_candidates
+from .ranking.query import Query, parse
 from .records import Chunk, SearchHit, SearchResponse
 from .retrieval import embed_beside_lexical, lexical_candidates, retrieve
 from .search_options import SearchOptions, resolve_options
@@ -83,6 +84,7 @@ def search(
             metadata_only=options.metadata_only,
             keep=options.keep,
         )
+    question = parse(query)  # the one parse: every step below reads this
     coverages = [index.coverage() for index in sources]
     total = sum(c.chunks for c in coverages)
     embedded = sum(c.embedded for c in coverages)
@@ -90,10 +92,10 @@ def search(
     static = sum(c.static for c in coverages)
     ranked_static = any(c.static_rows for c in coverages)
     pooled = retrieve_all(
-        sources, embed_query if embedded else None, query, options, static_query if ranked_static else None
+        sources, embed_query if embedded else None, question, options, static_query if ranked_static else None
     )
-    pooled = rank(pooled, sources, query, options, cache)
-    above = cut(pooled, query, options)
+    pooled = rank(pooled, sources, question, options, cache)
+    above = cut(pooled, question, options)
     grouped = group(above, options, cache)
     chosen = grouped[: options.k]
     hits, spare_text = make_hits(chosen, options, cache, is_stale)
@@ -130,7 +132,7 @@ def _after_its_hit(hits: Sequence[SearchHit], neighbours: Sequence[SearchHit]) -
 def retrieve_all(
     sources: Sequence[KindIndex],
     embed_query: Callable[[str], np.ndarray] | None,
-    query: str,
+    query: Query,
     options: SearchOptions,
     static_query: Callable[[str], np.ndarray] | None = None,
 ) -> Pooled:
@@ -141,7 +143,7 @@ def retrieve_all(
         vector, lexical = embed_beside_lexical(sources, embed_query, query, depth)
     else:
         vector, lexical = None, [lexical_candidates(index, query, depth) for index in sources]
-    static_vector = static_query(query) if static_query is not None else None
+    static_vector = static_query(query.text) if static_query is not None else None
     return [
         (candidate, index)
         for index, hits in zip(sources, lexical, strict=True)
@@ -149,7 +151,9 @@ def retrieve_all(
     ]
 
 
-def rank(pooled: Pooled, sources: Sequence[KindIndex], query: str, options: SearchOptions, cache: ChunkCache) -> Pooled:
+def rank(
+    pooled: Pooled, sources: Sequence[KindIndex], query: Query, options: SearchOptions, cache: ChunkCache
+) -> Pooled:
     """The filters, then the ranking (ranking/rules.py: the rules on the fused scores, then per-file diversity); the
     rules need the chunks' names and paths."""
     mixed = {index.kind for index in sources} == {"code", "docs"}
@@ -162,10 +166,9 @@ def rank(pooled: Pooled, sources: Sequence[KindIndex], query: str, options: Sear
     return [(candidate, pooled[position][1]) for position, candidate in order]
 
 
-def cut(pooled: Pooled, query: str, options: SearchOptions) -> Pooled:
+def cut(pooled: Pooled, query: Query, options: SearchOptions) -> Pooled:
     """What passes the similarity cut (ranking/cut.py)."""
-    bare_name = is_bare_name(query)
-    return [(c, index) for c, index in pooled if passes(c, options.threshold, options.policy, bare_name)]
+    return [(c, index) for c, index in pooled if passes(c, options.threshold, options.policy, query.bare_name)]
 
 
 def group(above: Pooled, options: SearchOptions, cache: ChunkCache) -> Pooled:

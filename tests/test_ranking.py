@@ -5,6 +5,7 @@ import pytest
 
 from knowledge.kb import KnowledgeBase
 from knowledge.ranking import DEFAULT_POLICY, Candidate, RankingRules, Rule, asked_names, asks_what_code_does
+from knowledge.ranking.query import parse
 from knowledge.ranking.rules import RULES, diversify, score, without
 from knowledge.records import Chunk
 
@@ -22,7 +23,8 @@ def at(fused: float) -> Candidate:
 
 def apply_rules(ranked, query, vote=1 / 6, rules=DEFAULT_POLICY.rules):
     """The rules' scores, each candidate of `ranked` with its shares by explain name (what --explain shows)."""
-    return [(c, {rule.value: share for rule, share in c.shares.items()}) for c in score(ranked, query, vote, rules)]
+    scored = score(ranked, parse(query), vote, rules)
+    return [(c, {rule.value: share for rule, share in c.shares.items()}) for c in scored]
 
 
 @pytest.mark.parametrize(
@@ -451,7 +453,7 @@ def test_every_rule_is_a_row_of_the_table_and_its_off_values_silence_it():
     rules = replace(DEFAULT_POLICY.rules, non_callable=0.6)  # a class shell counts less: these chunks are no function
 
     def moved(rules: RankingRules) -> set[Rule]:
-        scored = score(ranked, "Blueprint", 1 / 6, rules)
+        scored = score(ranked, parse("Blueprint"), 1 / 6, rules)
         decayed = diversify(list(zip(scored, [c for _, c in ranked], strict=True)), rules)
         return {rule for _, c in decayed for rule, share in c.shares.items() if share}
 

@@ -4,6 +4,7 @@ import pytest
 
 from knowledge.kb import KnowledgeBase
 from knowledge.ranking import Candidate
+from knowledge.ranking.query import parse
 from knowledge.request import SearchRequest
 from knowledge.search import ChunkCache, cut, group, make_hits, rank, resolve_options, retrieve_all, search
 
@@ -70,7 +71,7 @@ def test_the_chunk_cache_reads_each_chunk_from_its_store_once(kb, monkeypatch):
 
 def test_retrieve_all_without_a_model_gives_lexical_candidates_only(kb):
     request, options = options_for(kb)
-    pooled = retrieve_all(kb.indexes(), None, request.query, options)
+    pooled = retrieve_all(kb.indexes(), None, parse(request.query), options)
     assert pooled
     assert all(c.dense_rank is None and c.cosine is None for c, _ in pooled)
     assert any(c.lexical_rank == 1 for c, _ in pooled)
@@ -80,7 +81,8 @@ def test_rank_applies_the_filters_before_anything_is_ranked(kb):
     request, options = options_for(kb, paths=("app/other.py",), kind="code")
     sources = kb.indexes(("code",))
     cache = ChunkCache()
-    pooled = rank(retrieve_all(sources, None, request.query, options), sources, request.query, options, cache)
+    question = parse(request.query)
+    pooled = rank(retrieve_all(sources, None, question, options), sources, question, options, cache)
     assert pooled
     assert {cache.get(index, c.key).path for c, index in pooled} == {"app/other.py"}
 
@@ -90,14 +92,15 @@ def test_cut_keeps_an_exact_identifier_match_and_drops_a_far_dense_hit(kb):
     index = kb.index("code")
     exact = Candidate(1, cosine=0.01, exact=True)
     far = Candidate(2, cosine=0.01, dense_rank=1)
-    assert cut([(exact, index), (far, index)], "parse_config", options) == [(exact, index)]
+    assert cut([(exact, index), (far, index)], parse("parse_config"), options) == [(exact, index)]
 
 
 def test_group_with_files_keeps_the_best_chunk_of_each_file(kb):
     request, options = options_for(kb, files_only=True, kind="code")
     sources = kb.indexes(("code",))
     cache = ChunkCache()
-    ranked = rank(retrieve_all(sources, None, request.query, options), sources, request.query, options, cache)
+    question = parse(request.query)
+    ranked = rank(retrieve_all(sources, None, question, options), sources, question, options, cache)
     grouped = group(ranked, options, cache)
     paths = [cache.get(index, c.key).path for c, index in grouped]
     assert len(paths) == len(set(paths)) == len({cache.get(index, c.key).path for c, index in ranked})
@@ -122,10 +125,11 @@ def test_the_steps_together_are_what_search_answers(kb):
     embed = HashingEmbedder().embed_query
     answer = search(sources, embed, kb.model.count_tokens, request.query, options)
     cache = ChunkCache()
+    question = parse(request.query)
     steps = group(
         cut(
-            rank(retrieve_all(sources, embed, request.query, options), sources, request.query, options, cache),
-            request.query,
+            rank(retrieve_all(sources, embed, question, options), sources, question, options, cache),
+            question,
             options,
         ),
         options,

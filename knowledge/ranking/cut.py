@@ -4,18 +4,11 @@ side (docs/agents.md)."""
 
 from __future__ import annotations
 
-import re
-
 from .fusion import Candidate, Rule
 from .policy import CutParams, FusionParams, RankingPolicy
+from .query import is_bare_name
 
-# A query that is one bare name (`g`, `session`, `FromRequest`): its vector says little, so the lexical side's top
-# matches pass whatever their cosine, as a grep user expects; a sentence still needs the similarity floor.
-_BARE_NAME = re.compile(r"\s*[A-Za-z_][\w.:]*\s*")
-
-
-def is_bare_name(query: str) -> bool:
-    return _BARE_NAME.fullmatch(query) is not None
+__all__ = ["carries_text", "is_bare_name", "passes", "relevance", "relevant"]
 
 
 def passes(candidate: Candidate, threshold: float, policy: RankingPolicy, bare_name: bool = False) -> bool:

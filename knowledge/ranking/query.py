@@ -1,13 +1,17 @@
-"""What a query asks, read for the rules: the names it asks for, whether it says what code does, and the words of
-a query and of a path reduced to what their forms share."""
+"""What a query asks, read once per request (`Query`, `parse`): its terms and identifiers, the names it asks for and
+their qualifiers, whether it says what code does or is one bare name; and the words of a query and of a path reduced
+to what their forms share."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import PurePosixPath
+from typing import TypeVar
 
-from ..lexical import STOPWORDS
+from ..lexical import STOPWORDS, identifiers, terms
 
 WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # A name, or a qualified one: `a.b.C.m`, `A::B`, `Ns\\Class`, `A.B#m` (Python, Java, Go, JS; Ruby, Rust, C++; PHP; docs)
@@ -159,3 +163,58 @@ def stem_words(path: str) -> frozenset[str]:
 def query_words(query: str) -> set[str]:
     """The query's words of substance (no stopwords, three letters or more), each reduced by `normal`."""
     return {normal(w) for w in WORD.findall(query) if w.lower() not in STOPWORDS and len(w) > 2}
+
+
+# A query that is one bare name (`g`, `session`, `FromRequest`): its vector says little, so the lexical side's top
+# matches pass whatever their cosine, as a grep user expects; a sentence still needs the similarity floor.
+_BARE_NAME = re.compile(r"\s*[A-Za-z_][\w.:]*\s*")
+
+
+def is_bare_name(query: str) -> bool:
+    return _BARE_NAME.fullmatch(query) is not None
+
+
+@dataclass(frozen=True, slots=True)
+class Query:
+    """A question as every step of a search reads it, parsed once per request (`parse`)."""
+
+    text: str
+    terms: tuple[str, ...]  # what the lexical index is asked for
+    identifiers: frozenset[str]  # its code-shaped tokens, as `terms` writes them
+    names: frozenset[str]  # the names it asks for (`name_key`)
+    qualified: Mapping[str, list[frozenset[str]]]  # a name asked with qualifiers -> each way they were written
+    words: frozenset[str]  # its words of substance
+    underscores: Mapping[str, set[int]]  # each asked name -> the leading underscores it was written with
+    code_does: bool  # it says what code does ("Returns the …")
+    bare_name: bool  # it is one name and nothing else
+
+
+def parse(text: str) -> Query:
+    return Query(
+        text=text,
+        terms=tuple(terms(text)),
+        identifiers=frozenset(identifiers(text)),
+        names=frozenset(asked_names(text)),
+        qualified=qualified_names(text),
+        words=frozenset(query_words(text)),
+        underscores=written_underscores(text),
+        code_does=asks_what_code_does(text),
+        bare_name=is_bare_name(text),
+    )
+
+
+Key = TypeVar("Key")
+
+
+def in_scope(scopes: Mapping[Key, frozenset[str]], ways: Sequence[frozenset[str]]) -> set[Key]:
+    """The definitions (by key) whose scope (enclosing entity, file, folders: `scope_words`) the qualifiers of one
+    asked name name, written any of `ways`: `Command.invoke` is `invoke` in `Command`, not in `Context`. A qualifier
+    that names no definition's scope says nothing checkable (a root namespace, a Go package at the repository's
+    root) and is passed over; one that names some narrows to them."""
+    known = set().union(*scopes.values()) if scopes else set()
+    out: set[Key] = set()
+    for qualifiers in ways:
+        checkable = qualifiers & known
+        if checkable:
+            out.update(key for key, scope in scopes.items() if checkable <= scope)
+    return out

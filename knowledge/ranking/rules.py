@@ -23,18 +23,15 @@ from .fusion import Candidate, Rule
 from .policy import RankingPolicy, RankingRules
 from .query import (
     PARTS,
-    asked_names,
-    asks_what_code_does,
+    Query,
+    in_scope,
     name_key,
     normal,
     path_words,
-    qualified_names,
-    query_words,
     scope_words,
     stem_words,
     type_named,
     underscores,
-    written_underscores,
 )
 
 _CALLABLE = frozenset({"function", "method"})
@@ -47,12 +44,21 @@ class Context:
     """What every rule reads: the candidates with their chunks (None: not readable), the query and the rules."""
 
     ranked: Sequence[tuple[Candidate, Chunk | None]]
-    query: str
+    query: Query
     vote: float  # the fused worth of one first-rank vote
     rules: RankingRules
-    names: set[str]  # the names the query asks for
-    words: set[str]  # its words of substance
-    qualified: dict[str, list[frozenset[str]]]  # a name asked with qualifiers -> each way they were written
+
+    @property
+    def names(self) -> frozenset[str]:  # the names the query asks for
+        return self.query.names
+
+    @property
+    def words(self) -> frozenset[str]:  # its words of substance
+        return self.query.words
+
+    @property
+    def qualified(self) -> Mapping[str, list[frozenset[str]]]:  # a name asked with qualifiers -> how they were written
+        return self.query.qualified
 
     def code(self) -> list[tuple[int, Chunk]]:
         return [(n, chunk) for n, (_, chunk) in enumerate(self.ranked) if chunk is not None and chunk.kind == "code"]
@@ -80,14 +86,14 @@ def _defines(context: Context, scores: Sequence[float]) -> dict[int, float]:
             found.append((n, chunk, spelled, name_key(spelled)))
     # `Server._serve` asks for `_serve`, not for `serve` beside it: where a definition is spelled as the query wrote
     # the name (leading underscores too), the ones spelled otherwise define another name
-    written = written_underscores(context.query)
+    written = context.query.underscores
     as_written = {key for _, _, spelled, key in found if underscores(spelled) in written.get(key, ())}
     found = [f for f in found if f[3] not in as_written or underscores(f[2]) in written[f[3]]]
     qualified = _qualified_definitions(context, found)
     out: dict[int, float] = {}
     for n, chunk, spelled, symbol in found:
         share = rules.defines * vote
-        if type_named(context.query, symbol) and not spelled[:1].isupper():
+        if type_named(context.query.text, symbol) and not spelled[:1].isupper():
             share *= rules.defines_other_case
         elif chunk.parent and name_key(chunk.parent) == symbol and symbol not in context.qualified:
             share *= rules.defines_other_case  # a constructor (Java, C++, C#): the type's name asks for the type
@@ -108,15 +114,10 @@ def _qualified_definitions(context: Context, found: Sequence[tuple[int, Chunk, s
     qualified = context.qualified
     if not qualified:
         return set()
-    scopes = {n: scope_words(chunk.path, chunk.parent) for n, chunk, _, _ in found}
     out: set[int] = set()
-    for name, asked in qualified.items():
-        candidates = [n for n, _, _, symbol in found if symbol == name]
-        known = set().union(*(scopes[n] for n in candidates)) if candidates else set()
-        for qualifiers in asked:
-            checkable = qualifiers & known
-            if checkable:
-                out.update(n for n in candidates if checkable <= scopes[n])
+    for name, ways in qualified.items():
+        scopes = {n: scope_words(chunk.path, chunk.parent) for n, chunk, _, symbol in found if symbol == name}
+        out |= in_scope(scopes, ways)
     return out
 
 
@@ -248,11 +249,11 @@ def without(rules: RankingRules, *off: Rule) -> RankingRules:
     return replace(rules, **neutral)
 
 
-def rules_for(policy: RankingPolicy, query: str, kinds: Collection[str]) -> RankingRules:
+def rules_for(policy: RankingPolicy, query: Query, kinds: Collection[str]) -> RankingRules:
     """The rules a question is ranked by over sources of `kinds`: the policy's "does X" rules for a question that says
     what code does; the file's coherence only in code-only answers (doc sections cannot earn it: it would tilt a mixed
     answer); a doc section's heading only in mixed answers (prose alone keeps its fusion)."""
-    rules = policy.does_rules if asks_what_code_does(query) else policy.rules
+    rules = policy.does_rules if query.code_does else policy.rules
     if any(kind != "code" for kind in kinds):
         rules = without(rules, Rule.FILE_COHERENCE)
     if set(kinds) != {"code", "docs"}:
@@ -261,13 +262,13 @@ def rules_for(policy: RankingPolicy, query: str, kinds: Collection[str]) -> Rank
 
 
 def score(
-    ranked: Sequence[tuple[Candidate, Chunk | None]], query: str, vote: float, rules: RankingRules
+    ranked: Sequence[tuple[Candidate, Chunk | None]], query: Query, vote: float, rules: RankingRules
 ) -> list[Candidate]:
     """Each candidate with its `ruled` score: its fused score and what every rule of the table added or scaled, in order
     (`vote`: the fused worth of one first-rank vote)."""
     if not rules.enabled:
         return [replace(candidate, ruled=candidate.fused, shares={}) for candidate, _ in ranked]
-    context = Context(ranked, query, vote, rules, asked_names(query), query_words(query), qualified_names(query))
+    context = Context(ranked, query, vote, rules)
     scores = [candidate.fused for candidate, _ in ranked]
     shares: list[dict[Rule, float]] = [{} for _ in ranked]
     for row in RULES:
@@ -309,7 +310,7 @@ def diversify(ranked: Sequence[tuple[Candidate, Chunk | None]], rules: RankingRu
 
 
 def rank(
-    ranked: Sequence[tuple[Candidate, Chunk | None]], query: str, policy: RankingPolicy, kinds: Collection[str]
+    ranked: Sequence[tuple[Candidate, Chunk | None]], query: Query, policy: RankingPolicy, kinds: Collection[str]
 ) -> list[tuple[int, Candidate]]:
     """The candidates in their final order, each with its position in `ranked`: the rules, then per-file diversity.
     Fused scores are rank-based, so lists from different stores merge on them directly."""
