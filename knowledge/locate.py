@@ -8,7 +8,7 @@
     meaning   the static stage's vectors over the title and the salient text
     history   past commit messages like the issue changed the file (history.py)
 
-Votes are reciprocal ranks within each signal, weighted per signal (ranking/policy.py `LocatePolicy`); tests, docs,
+Votes are reciprocal ranks within each signal, every signal alike (`LocatePolicy`); tests, docs,
 templates and changelogs are evidence, rarely the answer: their votes pass to the file a test names, and what is left
 of them is damped. Within each file, its entities that drew evidence come first."""
 
@@ -40,17 +40,11 @@ _DOC_ONLY = re.compile(r"(^|/)(\.github|changelog[^/]*|changes[^/]*|history[^/]*
 
 @dataclass(frozen=True, slots=True)
 class LocatePolicy:
-    weights: tuple[tuple[str, float], ...] = (
-        ("frame", 1.0),
-        ("path", 1.0),
-        ("name", 1.0),
-        ("message", 1.0),
-        ("words", 1.0),
-        ("meaning", 0.6),
-        ("history", 0.6),
-    )
-    rank_constant: float = 5.0  # reciprocal-rank fusion's k: a signal's first file gets 1/(k+1)
-    quiet_damping: float = 0.3  # what a test, a doc or a template keeps of its own votes
+    """How the signals' votes become one ranking: reciprocal-rank fusion, every signal alike (weighing them apart
+    moved no fold of swe-dev past noise: docs/benchmarks.md §4g)."""
+
+    rank_constant: float = 5.0  # a signal's first file gets 1/(k+1), its tenth 1/(k+10)
+    quiet_damping: float = 0.3  # what a test, a doc or a template keeps of its own votes; the rest goes to its subject
 
 
 Stage = tuple[str, Callable[[str], "np.ndarray"]]  # "static" or "dense", and its query embedder
@@ -246,15 +240,14 @@ def fuse(
 ) -> dict[str, float]:
     """Each file's score, best first: per signal, files ranked by their summed votes, each rank worth
     weight / (rank_constant + rank); a quiet file's (test, doc, template) score passes mostly to its subject."""
-    weights = dict(policy.weights)
     per_signal: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
     for path, path_votes in votes.items():
         for signal, score, _, _ in path_votes:
             per_signal[signal][path] += score
     scores: dict[str, float] = defaultdict(float)
-    for signal, by_path in per_signal.items():
+    for by_path in per_signal.values():
         for rank, path in enumerate(sorted(by_path, key=lambda p: (-by_path[p], p))):
-            scores[path] += weights.get(signal, 0.0) / (policy.rank_constant + rank + 1)
+            scores[path] += 1.0 / (policy.rank_constant + rank + 1)
     final: dict[str, float] = defaultdict(float)
     for path, score in scores.items():
         if quiet.get(path, False):
