@@ -170,3 +170,10 @@ def test_the_issue_is_read_for_its_structure():
     assert "sympy.matrices.dense" in issue.modules
     assert {"col_insert", "Matrix", "eye", "ones"} <= set(issue.names)
     assert "index out of range for the matrix" in issue.messages
+
+
+def test_path_and_exclude_filters_hold_in_locate(shop):
+    _, paths = located(shop, "parse_price and format_amount both misbehave", "--exclude", "shop/parser.py")
+    assert "shop/parser.py" not in paths
+    _, paths = located(shop, "parse_price and format_amount both misbehave", "--path", "shop/money.py")
+    assert paths == ["shop/money.py"]

@@ -520,3 +520,21 @@ def test_the_shared_store_keeps_static_rows_and_answers_as_the_local_engine(
             (h.id, h.explain["static_rank"], h.explain["dense_rank"]) for h in theirs
         ]
         assert any(h.explain["static_rank"] is not None for h in ours)
+
+
+def test_locate_answers_on_the_shared_store_as_on_the_local_engine_with_the_clones_history(
+    origin, tmp_path, monkeypatch, postgres_url
+):
+    local = KnowledgeBase.open(clone(origin, tmp_path / "local"), embedder_factory=lambda s: HashingEmbedder())
+    local.reindex_all()
+    root = clone(origin, tmp_path / "shared")
+    commit(root, {"src/app.py": DOCS["src/app.py"] + "\n# faster\n"}, "Make reindex_changes faster on big trees")
+    shared = member_kb(root, tmp_path / "home", monkeypatch, postgres_url, HashingEmbedder())
+    shared.reindex_all()
+    issue = "reindex_changes is slow\n\nTraceback:\n"
+    issue += '  File "/venv/site-packages/src/app.py", line 2, in reindex_changes\n'
+    ours, theirs = shared.locate(issue, k=3), local.locate(issue, k=3)
+    assert [f.path for f in ours.files] == [f.path for f in theirs.files]
+    assert ours.files[0].path == "src/app.py"
+    signals = {e.signal for e in ours.files[0].evidence}
+    assert {"frame", "name", "history"} <= signals  # the history is this clone's, to its own HEAD
