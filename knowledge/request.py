@@ -48,6 +48,10 @@ def _option(default: object, help: str, **how: Any) -> Any:  # noqa: ANN401 - a 
     return field(default=default, metadata={"option": Option(help, **how)})
 
 
+def _globs(flag: str, help: str) -> Any:  # noqa: ANN401 - a dataclass field, typed by its annotation
+    return _option((), help.replace(" (`", " (repeatable; `"), flags=(flag,), metavar="GLOB")
+
+
 @dataclass(frozen=True, slots=True)
 class SearchRequest:
     query: str
@@ -89,14 +93,8 @@ class SearchRequest:
     context: int = _option(
         0, "With --exact/--substring/--regex: lines either side.", flags=("-C", "--context"), low=0, high=MAX_CONTEXT
     )
-    paths: tuple[str, ...] = _option(
-        (), "Only results whose path matches one of these globs (repeatable; `src/**`).", flags=("--path",),
-        metavar="GLOB",
-    )  # fmt: skip
-    exclude: tuple[str, ...] = _option(
-        (), "No results whose path matches one of these globs (repeatable; `tests/**`).", flags=("--exclude",),
-        metavar="GLOB",
-    )  # fmt: skip
+    paths: tuple[str, ...] = _globs("--path", "Only results whose path matches one of these globs (`src/**`).")
+    exclude: tuple[str, ...] = _globs("--exclude", "No results whose path matches one of these globs (`tests/**`).")
     language: tuple[str, ...] = _option(
         (), "Only code in these languages (repeatable; `python`, `go`).", flags=("--lang",), metavar="NAME"
     )
@@ -128,14 +126,8 @@ class LocateRequest:
         None, "Token budget for everything printed, counted in the model's tokens (default 2000).",
         flags=("--budget",), low=1, high=MAX_BUDGET,
     )  # fmt: skip
-    paths: tuple[str, ...] = _option(
-        (), "Only files whose path matches one of these globs (repeatable; `src/**`).", flags=("--path",),
-        metavar="GLOB",
-    )  # fmt: skip
-    exclude: tuple[str, ...] = _option(
-        (), "No files whose path matches one of these globs (repeatable; `tests/**`).", flags=("--exclude",),
-        metavar="GLOB",
-    )  # fmt: skip
+    paths: tuple[str, ...] = _globs("--path", "Only files whose path matches one of these globs (`src/**`).")
+    exclude: tuple[str, ...] = _globs("--exclude", "No files whose path matches one of these globs (`tests/**`).")
 
     def __post_init__(self) -> None:
         _validate(self)
