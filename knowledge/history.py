@@ -62,7 +62,7 @@ def _connect(path: Path) -> sqlite3.Connection:
 
 def keep(root: Path) -> None:
     """`sync` as every reindex runs it: history is evidence, never a reason for indexing (or a commit) to fail."""
-    with contextlib.suppress(KnowledgeError, OSError, sqlite3.Error):
+    with contextlib.suppress(KnowledgeError, OSError, sqlite3.Error, ValueError):
         if repo_root(root) is not None:
             sync(root)
 
@@ -130,9 +130,14 @@ def _read(root: Path, revisions: list[str], stdin: str | None = None) -> list[Co
     commits = []
     for record in output.split(_RECORD)[1:]:
         sha, time, message, files = [*record.split(_FIELD, 3), "", "", ""][:4]
-        paths = tuple(line for line in files.splitlines() if line.strip())
-        commits.append(Commit(sha.strip(), int(time or 0), message.strip(), paths))
+        # a file name git could not give as UTF-8 is never an indexed path; a message's stray bytes are replaced
+        paths = tuple(line for line in files.splitlines() if line.strip() and _utf8(line) == line)
+        commits.append(Commit(sha.strip(), int(time or 0), _utf8(message.strip()), paths))
     return commits
+
+
+def _utf8(text: str) -> str:
+    return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
 
 
 def files_like(root: Path, words: Sequence[str], commits: int = 50) -> list[tuple[str, float, str]]:

@@ -3,6 +3,7 @@ every reindex to the indexed commit and never past it."""
 
 import json
 import sqlite3
+import subprocess
 
 import pytest
 from click.testing import CliRunner
@@ -177,3 +178,20 @@ def test_path_and_exclude_filters_hold_in_locate(shop):
     assert "shop/parser.py" not in paths
     _, paths = located(shop, "parse_price and format_amount both misbehave", "--path", "shop/money.py")
     assert paths == ["shop/money.py"]
+
+
+def test_history_takes_file_names_and_messages_that_are_not_utf8(git_repo):
+    import os
+
+    commit(git_repo, {"ok.py": "def fine():\n    return 1\n"}, "first")
+    raw = os.fsencode(str(git_repo)) + b"/bad\xffname.py"
+    with open(raw, "wb") as handle:
+        handle.write(b"x = 1\n")
+    git(git_repo, "add", "-A")
+    subprocess.run(
+        ["git", "-c", "i18n.commitEncoding=latin-1", "commit", "-qm", "caf\xe9 fix".encode("latin-1")],
+        cwd=git_repo, check=True,
+    )  # fmt: skip
+    report = history.sync(git_repo)
+    assert report is not None
+    assert report.commits == 2
