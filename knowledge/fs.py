@@ -19,6 +19,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import BinaryIO
 
 from .errors import IndexLockedError, StorageError, WriteRefusedError
 from .records import INDEX_DIR_NAME
@@ -67,6 +68,13 @@ def create_private_file(path: Path) -> None:
     private_dir(path.parent)
     with contextlib.suppress(FileExistsError):
         os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+
+
+def open_new_private(path: Path) -> BinaryIO:
+    """`path` created for writing, owner-only (0600), never an existing file and never through a symlink: a file
+    knowledge streams into (a snapshot, or a file unpacked from one into a folder of its own)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    return os.fdopen(fd, "wb")
 
 
 def symlinked_index_message(folder: Path) -> str:

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import KnowledgeError
-from .fs import atomic_write, fsync_dir, private_dir
+from .fs import atomic_write, fsync_dir, open_new_private, private_dir
 from .store import index_dir
 
 SNAPSHOT_FORMAT = 1
@@ -75,11 +75,13 @@ def export_index(root: Path, dest: Path, commit: str, model_id: str, model_finge
             "files": {name: {"size": size, "sha256": sha} for name, (size, sha) in files.items()},
         }
         manifest_path = Path(scratch) / MANIFEST
-        manifest_path.write_text(json.dumps(manifest, indent=1))
+        atomic_write(manifest_path, json.dumps(manifest, indent=1))
         partial = dest.with_name(f".{dest.name}.partial")
         partial.unlink(missing_ok=True)
-        os.close(os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600))  # private, as the index
-        with tarfile.open(partial, "w", format=tarfile.PAX_FORMAT) as archive:
+        with (
+            open_new_private(partial) as handle,  # private, as the index it holds
+            tarfile.open(fileobj=handle, mode="w", format=tarfile.PAX_FORMAT) as archive,
+        ):
             archive.add(manifest_path, arcname=MANIFEST, recursive=False)
             for name, path in staged.items():
                 archive.add(path, arcname=name, recursive=False)
@@ -135,13 +137,12 @@ def import_index(root: Path, info: SnapshotInfo, swap: Callable[[Callable[[], No
                     target = Path(scratch) / member.name
                     source = archive.extractfile(member)
                     digest = hashlib.sha256()
-                    with target.open("wb") as out:
+                    with open_new_private(target) as out:
                         while source is not None and (chunk := source.read(_CHUNK)):
                             digest.update(chunk)
                             out.write(chunk)
                     if digest.hexdigest() != sha:
                         raise KnowledgeError(f"{info.path}: {member.name} does not match its checksum (tampered?)")
-                    os.chmod(target, 0o600)
                     seen.add(member.name)
         except (tarfile.TarError, OSError) as exc:
             raise KnowledgeError(f"{info.path}: cannot be read to the end ({exc}); truncated?") from None
