@@ -31,6 +31,8 @@ This repository is indexed by `knowledge` (MCP server `knowledge`; the same as t
   `get_source` (path and lines, or the result's `id`) only when you need them.
 - `metadata_only: true` is the cheapest call when you only need where something is; `kind: "code"` or `"docs"`
   narrows it; `exact: true` lists every line with a name, as grep does (`match: "regex"` for a pattern).
+- Given a task or an issue, `locate` with its text as filed (title, body, tracebacks) answers which files and
+  functions to change, best first, with the evidence for each: read those before exploring.
 - Before changing code, `docs_for` (a path, `path:LINE` or a symbol) lists the docs that describe it.
 {END}
 """
