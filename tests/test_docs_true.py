@@ -135,3 +135,15 @@ def test_server_doc_has_a_row_for_every_mcp_tool():
 def test_the_committed_llms_txt_is_current():
     expected = KnowledgeBase.open(ROOT, embedder_factory=lambda s: HashingEmbedder()).llms_txt()["llms.txt"]
     assert (ROOT / "llms.txt").read_text() == expected, "llms.txt is stale: run `knowledge llms-txt`"
+
+
+def test_the_docs_name_every_ranking_rule_and_no_other():
+    """agents.md's and json-output.md's `rule_*` names are the RULES table's, compared as lists (issue 53.4)."""
+    import re
+
+    from knowledge.ranking import RULES
+
+    table = {f"rule_{row.rule.value}" for row in RULES}
+    for doc in ("agents.md", "json-output.md"):
+        named = set(re.findall(r"`(rule_[a-z_]+)`", (ROOT / "docs" / doc).read_text()))
+        assert named == table, f"docs/{doc}: {sorted(named ^ table)}"
