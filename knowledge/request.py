@@ -42,6 +42,7 @@ class Option:
     metavar: str | None = None
     mcp: bool = True
     warm: bool = False
+    switches: tuple[tuple[str, str, str], ...] = ()  # (flag, value, help): a command-line flag setting the field
 
 
 def _option(default: object, help: str, **how: Any) -> Any:  # noqa: ANN401 - a dataclass field, typed by its annotation
@@ -89,6 +90,10 @@ class SearchRequest:
     match: str = _option(
         "word", "With exact: `word` (grep -w), `substring` (grep -F) or `regex` (grep -E, linear time).",
         choices=MATCH_MODES,
+        switches=(
+            ("--substring", "substring", "Every line holding QUERY anywhere (grep -rnF)."),
+            ("--regex", "regex", "Every line matching the regular expression QUERY (grep -rnE)."),
+        ),
     )  # fmt: skip
     context: int = _option(
         0, "With --exact/--substring/--regex: lines either side.", flags=("-C", "--context"), low=0, high=MAX_CONTEXT

@@ -35,6 +35,8 @@ def request_options(command: Callable[..., None], request: type[Request] = Searc
     """The options of `knowledge search` (or `locate`), one per field of its request with command-line flags
     (request.py)."""
     for name, kind, option in reversed(list(search_request_options(request))):
+        for flag, value, help in reversed(option.switches):  # `--regex`: match set to "regex"
+            command = click.option(flag, f"{name}_{value}", is_flag=True, help=help)(command)
         if not option.flags:
             continue
         command = click.option(
@@ -51,13 +53,14 @@ def request_options(command: Callable[..., None], request: type[Request] = Searc
     return command
 
 
+SWITCHES = next(option.switches for name, _, option in search_request_options() if name == "match")
+
+
 @click.command("search")
 @click.argument("query")
 @request_options
 @click.option("--json", "as_json", is_flag=True, help="Print the versioned JSON schema (docs/json-output.md).")
 @click.option("--build", is_flag=True, help="Build the index first if there is none.")
-@click.option("--substring", is_flag=True, help="Every line holding QUERY anywhere (grep -rnF).")
-@click.option("--regex", is_flag=True, help="Every line matching the regular expression QUERY (grep -rnE).")
 @click.option("--remote", metavar="URL", help="Ask a `knowledge serve` at URL (token from KNOWLEDGE_TOKEN).")
 @click.pass_context
 def search_command(
@@ -66,8 +69,6 @@ def search_command(
     query: str,
     as_json: bool,
     build: bool,
-    substring: bool,
-    regex: bool,
     remote: str | None,
     **asked: Any,  # noqa: ANN401 - the request's own options, declared once in request.py
 ) -> None:
@@ -80,12 +81,13 @@ def search_command(
     knowledge search reindex_changes --exact -C 2
     knowledge search 'def [a-z_]+_changes' --regex --path 'knowledge/**'
     """
-    if asked["exact"] + substring + regex > 1:
+    switched = [value for _, value, _ in SWITCHES if asked.pop(f"match_{value}")]
+    if asked["exact"] + len(switched) > 1:
         raise click.UsageError("choose one of --exact, --substring and --regex")
     if not query.strip():
         raise click.UsageError("QUERY is empty: say what to look for")
-    exact = asked.pop("exact") or substring or regex
-    match = "substring" if substring else "regex" if regex else "word"
+    exact = asked.pop("exact") or bool(switched)
+    match = switched[0] if switched else "word"
     fields = {name: value for name, value in asked.items() if value is not None}
     request = SearchRequest(query=query, exact=exact, match=match, **fields)
 
