@@ -26,8 +26,8 @@ from knowledge.kb import KnowledgeBase  # noqa: E402
 DATA = PROJECT.parent / "shared" / "bench-data" / "swe-dev" / "instances.jsonl"
 CHOICES = {
     "the title": lambda i: i.title,
-    "title + prose[:1500]": lambda i: i.title + "\n" + i.prose[:1500],
-    "title + prose[:1500] + code[:500] (shipped)": L.salient,
+    "title + prose[:1500] (shipped)": L.salient,
+    "title + prose[:1500] + code[:500]": lambda i: "\n".join(p for p in (i.title, i.prose[:1500], i.code[:500]) if p),
     "the text[:2000] as written": lambda i: i.text[:2000],
 }
 

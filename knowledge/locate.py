@@ -208,9 +208,10 @@ def _meaning(source: KindIndex, stage: str, vector: np.ndarray, votes: dict[str,
 
 
 def salient(issue: IssueText) -> str:
-    """What a dense stage sees of a long issue: its title, then its prose, then its code (the model reads 384
-    tokens; the static stage averages, so a long log would drown the question)."""
-    return "\n".join(part for part in (issue.title, issue.prose[:1500], issue.code[:500]) if part)
+    """What a dense stage sees of a long issue: its title, then its prose, not its code (the model reads 384
+    tokens; the static stage averages, so a long log would drown the question, and an issue's code is mostly imports
+    and calls of the public API, which read as "all of the package": bench/locate_dense_text.py)."""
+    return "\n".join(part for part in (issue.title, issue.prose[:1500]) if part)
 
 
 def _per_file(source: KindIndex, hits: list[tuple[int, float]], signal: str, votes: dict[str, list[Vote]]) -> None:
