@@ -20,6 +20,7 @@ sys.path.insert(0, str(PROJECT))
 
 from knowledge import locate as L  # noqa: E402 - after the path insert
 from knowledge.answer import static_stage  # noqa: E402
+from knowledge.embedding.static import load_issue_static  # noqa: E402
 from knowledge.issue import IssueText, read_issue  # noqa: E402
 from knowledge.kb import KnowledgeBase  # noqa: E402
 
@@ -37,6 +38,7 @@ def main() -> None:
     parser.add_argument("root", type=Path)
     parser.add_argument("--repo", default="sympy/sympy")
     parser.add_argument("--home", default=None)
+    parser.add_argument("--issue-side", type=Path, nargs="*", default=[], help="issue tables to compare (folders)")
     args = parser.parse_args()
     kb = KnowledgeBase.open(args.root, overrides={"home": args.home} if args.home else None)
     sources = kb.indexes(("code", "docs"))
@@ -46,11 +48,17 @@ def main() -> None:
     rows = [json.loads(line) for line in DATA.read_text().splitlines() if line.strip()]
     rows = sorted((r for r in rows if r["repo"] == args.repo), key=lambda r: r["created_at"])
     issues: list[tuple[IssueText, list[str]]] = [(read_issue(r["problem_statement"]), r["gold_files"]) for r in rows]
-    for name, pick in CHOICES.items():
+    choices = [(name, pick, stage) for name, pick in CHOICES.items()]
+    for folder in args.issue_side:
+        side = load_issue_static(folder, stage)
+        if side is None:
+            raise SystemExit(f"{folder}: no issue side for {stage.fingerprint}")
+        choices.append((f"{L.salient.__name__} through {folder}", L.salient, side))
+    for name, pick, embedder in choices:
         ranks = []
         for issue, gold in issues:
             votes: dict[str, list] = defaultdict(list)
-            vector = stage.embed_query(pick(issue))
+            vector = embedder.embed_query(pick(issue))
             for source in sources:
                 L._meaning(source, "static", vector, votes)
             order = list(L.fuse(votes, {}, {}, L.LocatePolicy()))[:10]

@@ -32,7 +32,8 @@ def answer_locate(
     budget = request.budget or settings.budget
     stage = static_stage(sources, model)
     dense = query_embedder(sources, model)
-    meaning: list[Stage] = [("static", stage.embed_query)] if stage is not None else []
+    issue_side = model.issue_static() if stage is not None else None
+    meaning: list[Stage] = [("static", issue_side.embed_query)] if issue_side is not None else []
     meaning += [("dense", dense)] if dense is not None else []
     issue = read_issue(request.query)
     files = locate(sources, issue, request.k or DEFAULT_K, LocatePolicy(), meaning, history, _path_filter(request))

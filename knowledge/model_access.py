@@ -87,6 +87,14 @@ class ModelAccess:
                 self._static = shipped_static()
         return self._static
 
+    def issue_static(self) -> StaticStage | None:
+        """What embeds a task's text for the static stage: the issue side shipped beside the shipped table (trained so
+        an issue lands near the code its fix changes: training/train_issue_static.py), else the stage itself."""
+        from .embedding.static import StaticEmbedder, issue_static
+
+        stage = self.static()
+        return (issue_static(stage) or stage) if isinstance(stage, StaticEmbedder) else stage
+
     def static_fingerprint(self) -> str:
         """Which static table this process writes and compares (its record only, when it is the shipped one)."""
         if self._factory is None:

@@ -13,14 +13,16 @@ import numpy as np
 import pytest
 
 from knowledge.embedding.onnx_embedder import load_tokenizer
-from knowledge.embedding.shipped import shipped_fingerprint
+from knowledge.embedding.shipped import ISSUE_INFO, ISSUE_TABLE, shipped_fingerprint
 from knowledge.embedding.static import (
     INFO,
     MIN_VERIFIED,
     SHIPPED,
     TABLE,
     TOKENIZER,
+    VERIFY_PAIRS,
     StaticEmbedder,
+    load_issue_static,
     load_static,
     verified,
 )
@@ -135,7 +137,7 @@ def test_an_index_built_before_static_rows_were_kept_is_rebuilt_by_the_next_rein
 @pytest.fixture(scope="module")
 def shipped(tmp_path_factory):
     copy = tmp_path_factory.mktemp("static")
-    for name in (TABLE, INFO, TOKENIZER):
+    for name in (TABLE, INFO, TOKENIZER, ISSUE_TABLE, ISSUE_INFO):
         shutil.copy(SHIPPED / name, copy / name)
     return copy
 
@@ -165,6 +167,33 @@ def test_a_corrupt_static_table_or_tokenizer_is_refused(shipped, tmp_path):
         (broken / name).write_bytes(bytes(data))
         with pytest.raises(ModelVerificationError, match="sha256"):
             load_static(broken)
+
+
+def test_the_issue_side_ships_beside_the_code_table_changing_only_its_rows_and_refused_when_corrupt(shipped, tmp_path):
+    code = load_static(shipped)
+    issue = load_issue_static(shipped, code)
+    info = json.loads((shipped / ISSUE_INFO).read_text())
+    assert issue is not None
+    assert info["pairs_with"] == code.fingerprint
+    assert issue.fingerprint.startswith(code.fingerprint + "+issue-")
+    assert info["recipe"]["held_out_mrr"]["after"] > info["recipe"]["held_out_mrr"]["before"]
+    moved = np.flatnonzero(np.abs(issue.table - code.table).max(axis=1) > 0)
+    assert 0 < len(moved) <= info["rows"]  # the rest of the table is the code side's own
+    questions = issue.embed_documents([q for q, _ in VERIFY_PAIRS])
+    passages = code.embed_documents([p for _, p in VERIFY_PAIRS])
+    assert int(((questions @ passages.T).argmax(axis=1) == np.arange(len(VERIFY_PAIRS))).sum()) >= MIN_VERIFIED
+
+    other = tmp_path / "other"
+    shutil.copytree(shipped, other)
+    (other / ISSUE_INFO).write_text(json.dumps({**info, "pairs_with": "static2-another"}))
+    assert load_issue_static(other, code) is None  # another table's issue side: the stage embeds the issue itself
+    broken = tmp_path / "broken"
+    shutil.copytree(shipped, broken)
+    data = bytearray((broken / ISSUE_TABLE).read_bytes())
+    data[-5] ^= 0xFF
+    (broken / ISSUE_TABLE).write_bytes(bytes(data))
+    with pytest.raises(ModelVerificationError, match="sha256"):
+        load_issue_static(broken, code)
 
 
 # Code questions whose code shares almost no word with them. The distilled table this replaced (all-mpnet-base-v2's

@@ -14,6 +14,9 @@ sys.path.insert(0, str(ROOT / "training"))
 import chunk_pairs  # noqa: E402 - training/ is no package of knowledge's
 
 
+SWE_DEV_REPOS = {"sympy/sympy", "psf/requests", "pallets/flask"}  # the localization benchmark's: their fixes are history
+
+
 def normal(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name.strip().lower())
 
@@ -28,6 +31,11 @@ def test_the_manifest_names_nothing_reserved_for_evaluation():
             reserved |= {normal(name), normal(name.rsplit("/", 1)[-1])} if kind == "repo" else {normal(name)}
     manifest = json.loads((ROOT / "training" / "manifest.json").read_text())
     assert manifest["sources"]
+    for source in manifest["commit_sources"]:  # commit-message pairs: nothing reserved, no swe-dev repository
+        assert not {normal(source["repo"]), normal(source["repo"].rsplit("/", 1)[-1])} & reserved, source["repo"]
+        assert source["repo"] not in SWE_DEV_REPOS, source["repo"]
+        assert source.get("licence")
+        assert len(source["commit"]) == 40
     for source in manifest["sources"]:
         named = {normal(source["name"]), normal(source["name"].rsplit("/", 1)[-1].removeprefix("pypi:"))}
         named |= {normal(source[key].split()[0]) for key in ("package", "import") if key in source}
@@ -90,3 +98,15 @@ def test_a_long_doc_comment_also_gives_prose_that_its_summary_asks_for():
     assert [p["query"] for p in prose] == ["Sum the weights of a graph."]
     assert prose[0]["positive"].startswith("Every node is visited once;")
     assert "Args" not in prose[0]["positive"]
+
+
+def test_a_commit_asks_with_its_message_and_answers_with_the_entity_it_changed_most():
+    import commit_pairs
+
+    assert commit_pairs.message_of("Bump version to 2.0 (#12)", "") == ""
+    assert commit_pairs.message_of("Merge pull request #4 from x/y", "") == ""
+    asked = commit_pairs.message_of("Fix crash when the config file is empty (#812)", "Signed-off-by: A <a@b.c>\nMore.")
+    assert asked == "Fix crash when the config file is empty\nMore."
+    text = "import os\n\n\ndef read(path):\n    return open(path).read()\n\n\ndef write(path, data):\n    pass\n"
+    assert "function write" in commit_pairs.changed_entity("pkg/io.py", text, {8, 9}, len).split("\n", 1)[0]
+    assert commit_pairs.changed_entity("pkg/io.py", text, {1}, len) == ""  # an import changed: no entity

@@ -12,6 +12,7 @@ from ..errors import ModelVerificationError
 STATIC_VERSION = 2
 SHIPPED = Path(__file__).resolve().parent / "data"
 TABLE, TOKENIZER, INFO = "code-static.npz", "code-static.tokenizer.json", "code-static.json"
+ISSUE_TABLE, ISSUE_INFO = "issue-static.npz", "issue-static.json"  # the issue side: rows that differ from TABLE's
 
 
 def fingerprint_of(info: dict[str, Any]) -> str:

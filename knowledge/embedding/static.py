@@ -20,7 +20,7 @@ import numpy.typing as npt
 
 from ..errors import ModelVerificationError
 from ..fs import write_file
-from .shipped import INFO, SHIPPED, STATIC_VERSION, TABLE, TOKENIZER, fingerprint_of
+from .shipped import INFO, ISSUE_INFO, ISSUE_TABLE, SHIPPED, STATIC_VERSION, TABLE, TOKENIZER, fingerprint_of
 from .window import window
 
 __all__ = ["INFO", "SHIPPED", "TABLE", "TOKENIZER", "StaticEmbedder", "load_static", "save_table", "shipped_static"]
@@ -127,6 +127,73 @@ def save_table(folder: Path, table: npt.NDArray[np.float32], tokenizer: Path, re
     write_file(folder.parent, folder / TABLE, raw, mode=0o644)
     write_file(folder.parent, folder / TOKENIZER, words, mode=0o644)
     write_file(folder.parent, folder / INFO, json.dumps(info, indent=2) + "\n", mode=0o644)
+
+
+def save_issue_rows(
+    folder: Path, trained: npt.NDArray[np.float32], code: StaticEmbedder, recipe: dict[str, Any]
+) -> int:
+    """Write the issue side (training/train_issue_static.py): the rows of `trained` that moved past the int8 step
+    from `code`'s, with `code`'s fingerprint; refused when its questions no longer find plain words' synonyms."""
+    step = np.abs(code.table).max(axis=1) / 127.0
+    moved = np.flatnonzero(np.abs(trained - code.table).max(axis=1) > step)
+    rows, scales = quantized(trained[moved])
+    buffer = io.BytesIO()
+    np.savez(buffer, ids=moved.astype(np.int32), rows=rows, scales=scales)
+    raw = buffer.getvalue()
+    issue = _with_rows(code, moved, dequantized(rows, scales), "")
+    questions = issue.embed_documents([q for q, _ in VERIFY_PAIRS])
+    passages = code.embed_documents([p for _, p in VERIFY_PAIRS])
+    passed = int(((questions @ passages.T).argmax(axis=1) == np.arange(len(VERIFY_PAIRS))).sum())
+    if passed < MIN_VERIFIED:
+        raise ModelVerificationError(
+            f"{folder / ISSUE_TABLE}: finds {passed} of {len(VERIFY_PAIRS)} synonyms; not shipped"
+        )
+    info = {
+        "version": STATIC_VERSION,
+        "pairs_with": code.fingerprint,
+        "rows": len(moved),
+        "sha256": hashlib.sha256(raw).hexdigest(),
+        "verified": f"{passed}/{len(VERIFY_PAIRS)}",
+        "recipe": recipe,
+    }
+    write_file(folder.parent, folder / ISSUE_TABLE, raw, mode=0o644)
+    write_file(folder.parent, folder / ISSUE_INFO, json.dumps(info, indent=2) + "\n", mode=0o644)
+    return len(moved)
+
+
+def _with_rows(
+    code: StaticEmbedder, ids: npt.NDArray[np.integer[Any]], rows: npt.NDArray[np.float32], name: str
+) -> StaticEmbedder:
+    table = code.table.copy()
+    table[ids] = rows
+    return StaticEmbedder(table, code._tokenizer, name)
+
+
+@functools.cache
+def issue_static(code: StaticEmbedder) -> StaticEmbedder | None:
+    """The issue side shipped beside `code` (a task's text embedded so it lands near the code its fix changes), or
+    None when none ships for that table; ModelVerificationError when its file does not match its record."""
+    return load_issue_static(SHIPPED, code)
+
+
+def load_issue_static(folder: Path, code: StaticEmbedder) -> StaticEmbedder | None:
+    try:
+        info = json.loads((folder / ISSUE_INFO).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        raise ModelVerificationError(f"{folder / ISSUE_INFO}: the issue side is unreadable ({exc})") from exc
+    if info.get("pairs_with") != code.fingerprint:
+        return None
+    try:
+        raw = (folder / ISSUE_TABLE).read_bytes()
+    except OSError as exc:
+        raise ModelVerificationError(f"{folder / ISSUE_TABLE}: the issue side is missing ({exc})") from exc
+    if hashlib.sha256(raw).hexdigest() != info.get("sha256"):
+        raise ModelVerificationError(f"{folder / ISSUE_TABLE}: does not match its recorded sha256 (corrupt); reinstall")
+    with np.load(io.BytesIO(raw)) as stored:
+        rows = dequantized(stored["rows"], stored["scales"])
+        return _with_rows(code, stored["ids"], rows, f"{code.fingerprint}+issue-{info['sha256'][:12]}")
 
 
 def dequantized(rows: npt.NDArray[np.int8], scales: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
