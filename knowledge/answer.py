@@ -68,7 +68,7 @@ def answer(
     the first source. `docs` opens the docs index, read only when the answer holds doc sections."""
     embed_query = _query_embedder(request, sources, model)
     stage = _static_stage(request, sources, model)
-    manifest = sources[0].store.manifest
+    manifest = sources[0].searched.manifest
     options = resolve_options(request, settings, (manifest.threshold, manifest.full_threshold))
     response = search(
         sources,
@@ -97,13 +97,13 @@ def query_embedder(sources: Sequence[KindIndex], model: Model) -> Callable[[str]
     if not any(index.coverage().embedded for index in sources):
         return None
     for index in sources:
-        manifest = index.store.manifest
+        manifest = index.searched.manifest
         if not model.may_have_built(manifest.model_id, manifest.model_variant, manifest.fingerprint):
             raise model.mismatch(index.kind, manifest)
     fingerprint = model.identity().fingerprint
     for index in sources:
-        if index.store.manifest.model_fingerprint != fingerprint:
-            raise model.mismatch(index.kind, index.store.manifest)
+        if index.searched.manifest.model_fingerprint != fingerprint:
+            raise model.mismatch(index.kind, index.searched.manifest)
     return model.embedder().embed_query
 
 
@@ -118,7 +118,7 @@ def static_stage(sources: Sequence[KindIndex], model: Model) -> StaticStage | No
         return None
     stage = model.static()
     if stage is not None and any(
-        index.coverage().static_rows and index.store.manifest.static_stage != stage.fingerprint for index in sources
+        index.coverage().static_rows and index.searched.manifest.static_stage != stage.fingerprint for index in sources
     ):
         return None
     return stage

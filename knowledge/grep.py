@@ -54,7 +54,7 @@ def occurrences(
     found = matcher(query, mode)
     hits: list[SearchHit] = []
     for index in sources:
-        for path in sorted(index.store.files()):
+        for path in sorted(index.searched.files()):
             hits.extend(_in_file(index, path, found, context, metadata_only, keep))
     hits.sort(key=lambda hit: (hit.path, hit.match_line or 0))
     if not hits and mode == "word":  # `Framework::Helpers` written nowhere as such: the definitions it names
@@ -82,8 +82,8 @@ def _definitions(
     if index.kind != "code" or len(asked) != 1 or len(query.split()) != 1:
         return []
     ((name, ways),) = asked.items()
-    keys = index.store.defining([name], DEFINITIONS_READ)
-    chunks = [c for c in index.store.chunks(keys).values() if not is_part(c.id)]
+    keys = index.searched.defining([name], DEFINITIONS_READ)
+    chunks = [c for c in index.searched.chunks(keys).values() if not is_part(c.id)]
     wanted = in_scope({c.id: scope_words(c.path, c.parent) for c in chunks}, ways)
     out = []
     for chunk in sorted((c for c in chunks if c.id in wanted), key=lambda c: (c.path, c.line_start)):
@@ -139,7 +139,7 @@ def _in_file(
     matches = [number for number, line in enumerate(lines, start=1) if found.pattern.search(line)]
     if not matches:
         return []
-    chunks = sorted(index.store.chunks_of_path(path), key=lambda c: (c.line_end - c.line_start, c.line_start))
+    chunks = sorted(index.searched.chunks_of_path(path), key=lambda c: (c.line_end - c.line_start, c.line_start))
     out = []
     for line in matches:
         # the innermost entity or section holding the line names it; a line outside every chunk takes the file's

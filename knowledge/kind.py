@@ -11,7 +11,7 @@ from .config import Settings
 from .corpus import candidate_paths
 from .path_gate import Refusal, resolve_inside
 from .records import Chunk
-from .store import ChunkStore, Coverage
+from .store import ChunkStore, Coverage, SearchSide
 
 
 def selection_fingerprint(settings: Settings) -> str:
@@ -42,6 +42,11 @@ class KindIndex:
         self.kind = kind
         self.store = store
         self._graph: tuple[str, CallGraph, dict[int, Chunk], dict[str, list[Chunk]]] | None = None
+
+    @property
+    def searched(self) -> SearchSide:
+        """The store as searching sees it: search, retrieval, grep, locate and serving ask it nothing else."""
+        return self.store
 
     @property
     def commit(self) -> str | None:
@@ -115,3 +120,8 @@ class KindIndex:
 
     def all_chunks(self) -> dict[int, Chunk]:
         return self._derived()[1]
+
+    def chunk_by_id(self, chunk_id: str) -> Chunk | None:
+        """One chunk by its id, among its file's chunks (an id starts with its path: `path#name`)."""
+        path = chunk_id.rpartition("#")[0] if "#" in chunk_id else chunk_id
+        return next((c for c in self.searched.chunks_of_path(path) if c.id == chunk_id), None)

@@ -62,7 +62,7 @@ def locate(
 ) -> list[LocatedFile]:
     """The `k` files to change for `issue`, best first; `meaning` are the dense stages the sources answer with
     (("static", its query embedder), and ("dense", the transformer's) once vectors exist)."""
-    known = {path: s for s in sources for path in s.store.files()}
+    known = {path: s for s in sources for path in s.searched.files()}
     votes = collect(sources, known, issue, meaning, history)
     order = fuse(votes, {path: quiet_path(path, known) for path in known}, test_subjects(known), policy)
     chosen = [path for path in order if keep is None or keep(path)][:k]
@@ -151,7 +151,7 @@ def _frames_and_paths(issue: IssueText, known: dict[str, KindIndex], votes: dict
 def _frame_entity(index: KindIndex, path: str, frame: Frame) -> str | None:
     """The id of the chunk a frame ran in: its function by name (an installed copy's lines may differ), else the
     innermost chunk holding its line."""
-    chunks = index.store.chunks_of_path(path)
+    chunks = index.searched.chunks_of_path(path)
     named = [c for c in chunks if frame.function and c.symbol == frame.function]
     holding = [c for c in chunks if c.line_start <= frame.line <= c.line_end]
     chosen = named or sorted(holding, key=lambda c: c.line_end - c.line_start)
@@ -162,8 +162,8 @@ def _names(code: KindIndex, issue: IssueText, votes: dict[str, list[Vote]]) -> N
     keys = {name_key(name): name for name in issue.names}
     if not keys:
         return
-    defining = code.store.defining(sorted(keys), DEPTH * 4)
-    chunks = code.store.chunks(defining)
+    defining = code.searched.defining(sorted(keys), DEPTH * 4)
+    chunks = code.searched.chunks(defining)
     by_name: dict[str, dict[str, int]] = defaultdict(dict)
     for key, chunk in chunks.items():
         by_name[name_key(chunk.symbol)].setdefault(chunk.path, key)
@@ -182,8 +182,8 @@ def _messages(code: KindIndex, issue: IssueText, votes: dict[str, list[Vote]]) -
         fragments = [f.strip() for f in re.split(r"['\"`]|\b\d[\w.]*", message) if len(f.strip()) >= 12]
         if not fragments:
             continue
-        hits = code.store.lexical_search(terms(message), 40)
-        chunks = code.store.chunks([hit.key for hit in hits])
+        hits = code.searched.lexical_search(terms(message), 40)
+        chunks = code.searched.chunks([hit.key for hit in hits])
         for hit in hits:
             chunk = chunks.get(hit.key)
             if chunk is not None and any(fragment in chunk.content for fragment in fragments):
@@ -191,7 +191,7 @@ def _messages(code: KindIndex, issue: IssueText, votes: dict[str, list[Vote]]) -
 
 
 def _words(source: KindIndex, issue: IssueText, votes: dict[str, list[Vote]]) -> None:
-    hits = source.store.lexical_search(terms(issue.text), DEPTH)
+    hits = source.searched.lexical_search(terms(issue.text), DEPTH)
     _per_file(source, [(hit.key, hit.score) for hit in hits], "words", votes)
 
 
@@ -199,9 +199,9 @@ def _meaning(source: KindIndex, stage: str, vector: np.ndarray, votes: dict[str,
     """One dense stage's nearest chunks (the static stage's table, or the transformer's vectors) read per file."""
     coverage = source.coverage()
     if stage == "static" and coverage.static_rows:
-        hits = source.store.static_search(vector, DEPTH)
+        hits = source.searched.static_search(vector, DEPTH)
     elif stage == "dense" and coverage.embedded:
-        hits = source.store.dense_search(vector, DEPTH)
+        hits = source.searched.dense_search(vector, DEPTH)
     else:
         return
     _per_file(source, [(hit.key, hit.score) for hit in hits], "meaning", votes)
@@ -216,7 +216,7 @@ def salient(issue: IssueText) -> str:
 
 def _per_file(source: KindIndex, hits: list[tuple[int, float]], signal: str, votes: dict[str, list[Vote]]) -> None:
     """A ranked chunk list read per file: each file's best chunk stands for it, its other chunks add a little."""
-    chunks = source.store.chunks([key for key, _ in hits])
+    chunks = source.searched.chunks([key for key, _ in hits])
     best: dict[str, tuple[float, int]] = {}
     extra: dict[str, float] = defaultdict(float)
     for key, score in hits:
@@ -296,11 +296,11 @@ def _located(path: str, score: float, path_votes: list[Vote], known: dict[str, K
         if key is not None:
             telling, summed = weight.get(key, (len(ENTITY_SIGNALS), 0.0))
             weight[key] = (min(telling, ENTITY_SIGNALS.index(signal)), summed - value)
-    store = known[path].store
-    by_key = store.chunks([key for key in weight if isinstance(key, int)])
+    index = known[path]
+    by_key = index.searched.chunks([key for key in weight if isinstance(key, int)])
     entities: dict[str, LocatedEntity] = {}
     for key in sorted(weight, key=lambda k: weight[k]):
-        chunk = by_key.get(key) if isinstance(key, int) else store.chunk_by_id(key)
+        chunk = by_key.get(key) if isinstance(key, int) else index.chunk_by_id(key)
         if chunk is not None and chunk.id not in entities:
             entities[chunk.id] = LocatedEntity(chunk.id, _label(chunk), chunk.line_start, chunk.line_end)
     return LocatedFile(

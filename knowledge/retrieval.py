@@ -24,7 +24,7 @@ def _exact_matches(query: Query, index: KindIndex, keys: Sequence[int], policy: 
     # nDCG@10 (0.7232 without, 0.7213 with); in code they are names.
     if not wanted or index.kind != "code":
         return set()
-    bodies = {key: set(body.split()) for key, body in index.store.lexical_terms(keys).items()}
+    bodies = {key: set(body.split()) for key, body in index.searched.lexical_terms(keys).items()}
     if len(bodies) >= policy.exact_common_min_pool:
         common = policy.exact_common_share * len(bodies)
         wanted = {name for name in wanted if sum(name in body for body in bodies.values()) <= common}
@@ -35,10 +35,10 @@ def _definitions(index: KindIndex, query: Query, limit: int) -> list[int]:
     """The chunks defining a name the query asks for, at most `limit`; for a qualified name (`Command.invoke`, where
     `invoke` may be defined a hundred times) those whose scope its qualifiers name come first."""
     qualified = query.qualified
-    joined = index.store.defining(sorted(query.names), limit * (QUALIFIED_DEPTH if qualified else 1))
+    joined = index.searched.defining(sorted(query.names), limit * (QUALIFIED_DEPTH if qualified else 1))
     if len(joined) <= limit:
         return joined
-    chunks = index.store.chunks(joined)
+    chunks = index.searched.chunks(joined)
     asked = set().union(*(q for ways in qualified.values() for q in ways))
 
     def named(key: int) -> int:
@@ -49,7 +49,7 @@ def _definitions(index: KindIndex, query: Query, limit: int) -> list[int]:
 
 
 def lexical_candidates(index: KindIndex, query: Query, depth: int) -> list[tuple[int, float]]:
-    return [(hit.key, hit.score) for hit in index.store.lexical_search(list(query.terms), depth)]
+    return [(hit.key, hit.score) for hit in index.searched.lexical_search(list(query.terms), depth)]
 
 
 def retrieve(
@@ -64,7 +64,7 @@ def retrieve(
     """Fused candidates with the cosine of every one that has a vector (None: lexical evidence only). The static
     stage's list ranks every chunk beside the transformer's: alone while no chunk has a vector, the only dense evidence
     of a chunk still waiting for one, a vote beside the transformer's for the others."""
-    store = index.store
+    store = index.searched
     dense = [(hit.key, hit.score) for hit in store.dense_search(vector, depth)] if vector is not None else []
     static = (
         [(hit.key, hit.score) for hit in store.static_search(static_vector, depth)] if static_vector is not None else []

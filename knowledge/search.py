@@ -54,7 +54,7 @@ class ChunkCache:
             if candidate.key not in self.of(index):
                 wanted.setdefault(id(index), (index, []))[1].append(candidate.key)
         for index, keys in wanted.values():
-            self.of(index).update(index.store.chunks(keys))
+            self.of(index).update(index.searched.chunks(keys))
 
 
 def search(
@@ -115,7 +115,7 @@ def search(
         over_budget=left_out,
         threshold=options.threshold,
         full_threshold=options.full_threshold,
-        model=sources[0].store.manifest.model_id if sources else "",
+        model=sources[0].searched.manifest.model_id if sources else "",
         dense_coverage=1.0 if total == 0 else round(embedded / total, 4),
         static_coverage=0.0 if total == 0 else round(static / total, 4),
     )
@@ -252,7 +252,7 @@ def _one_per_entity(above: Pooled, cache: ChunkCache, k: int) -> Pooled:
         first = cache.get(index, best.key)
         if first is None or (len(positions) < 2 and not _split(first, index)):
             continue
-        same_file = index.chunks_in(first.path) if index.kind == "code" else index.store.chunks_of_path(first.path)
+        same_file = index.chunks_in(first.path) if index.kind == "code" else index.searched.chunks_of_path(first.path)
         parts = [chunk for chunk in same_file if group_key(chunk.id) == entity]
         cache.of(index)[best.key] = matched(parts or [first], first)  # the whole range, the matching text
         cosines = [cosine for p in positions if (cosine := above[p][0].cosine) is not None]
@@ -265,7 +265,7 @@ def _one_per_entity(above: Pooled, cache: ChunkCache, k: int) -> Pooled:
 
 def _split(chunk: Chunk, index: KindIndex) -> bool:
     """Whether `chunk` is one part of an entity or section split in several (a later part's id ends in `~N`)."""
-    return is_part(chunk.id) or index.store.chunk_by_id(f"{chunk.id}~2") is not None
+    return is_part(chunk.id) or index.chunk_by_id(f"{chunk.id}~2") is not None
 
 
 def _hit(chunk: Chunk, **fields: object) -> SearchHit:

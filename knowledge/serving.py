@@ -71,7 +71,7 @@ def source(root: Path, settings: Settings, path: str, start: int | None = None, 
 def source_of_chunk(root: Path, settings: Settings, indexes: list[KindIndex], chunk_id: str) -> SourceText:
     """The current lines of the file range a chunk was indexed from."""
     for index in indexes:
-        chunk = index.store.chunk_by_id(chunk_id)
+        chunk = index.chunk_by_id(chunk_id)
         if chunk is None:
             continue
         if not index.is_stale(chunk.path):

@@ -7,6 +7,7 @@ are skipped with the reason (never passed silently).
 from __future__ import annotations
 
 import hashlib
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -17,6 +18,7 @@ from knowledge.lexical import chunk_text, terms
 from knowledge.records import Chunk, FileProblem
 from knowledge.store import FORMAT_VERSION, Change, FileFacts, Manifest, NewChunk
 from knowledge.store.engines import LocalEngine, PostgresEngine
+from knowledge.store.policy import fill_key, tie_key
 
 from .conftest import HashingEmbedder, commit
 
@@ -303,3 +305,45 @@ def test_compaction_after_many_and_few_removals_keeps_exactly_the_live_vectors(e
             hit = reopened.dense_search(vector, 1)[0]
             assert (hit.key, round(hit.score, 3)) == (by_id[chunk_id], 1.0)
         assert len(reopened.dense_search(unit(0), 100)) == len(live)
+
+
+# ---- the engines' shared policy (store/policy.py): each says it in its own SQL, and both answer as it says --------
+def test_the_fill_order_is_the_policys_on_both_engines(engine):
+    chunks = [
+        make_chunk("tests/test_io.py", 0, "def test_read(): pass", "test_read"),
+        make_chunk("src/io.py", 1, "def read(path): return path", "read"),
+        make_chunk("src/io.py", 2, "CONSTANT = 1"),
+        replace(make_chunk("src/api.py", 3, "def open_index(root): pass", "open_index"), exported=True),
+        make_chunk("vendor/six.py", 4, "def wraps(f): return f", "wraps"),
+        make_chunk("src/attestation.py", 5, "def attest(x): return x", "attest"),  # "test" inside a name: not quiet
+    ]
+    store = build(engine, chunks)
+    every = store.all_chunks()
+    expected = sorted(every, key=lambda k: fill_key(every[k].path, every[k].exported, every[k].symbol, k))
+    assert [p.key for p in store.pending(10)] == expected
+    assert [every[k].path for k in expected[-2:]] == ["tests/test_io.py", "vendor/six.py"]
+
+
+def test_equal_scores_come_in_key_order_on_both_engines(engine):
+    tied = [make_chunk(f"t{n}.md", n, "the token budget caps answers") for n in range(6)]
+    store = build(engine, [*tied, make_chunk("z.md", 9, "one token alone, and a much longer text around it than the others have")])
+    keys = sorted(k for k, c in store.all_chunks().items() if c.path.startswith("t"))
+    hits = store.lexical_search(terms("token budget"), 4)
+    assert [h.key for h in hits] == keys[:4]  # six equal scores, four asked: the four smallest keys, in order
+    assert hits == sorted(hits, key=lambda h: tie_key(h.score, h.key))
+
+
+def test_the_search_side_is_all_search_asks_of_a_store():
+    import ast
+    from pathlib import Path
+
+    from knowledge.store import SearchSide
+
+    members = [m for m in vars(SearchSide) if not m.startswith("_")] + list(SearchSide.__annotations__)
+    assert len(set(members)) <= 10, sorted(set(members))
+    package = Path(__file__).resolve().parent.parent / "knowledge"
+    searching = ["retrieval", "search", "grep", "locate", "locate_answer", "serving", "answer", "members", "pieces"]
+    for name in searching:
+        tree = ast.parse((package / f"{name}.py").read_text())
+        reached = [n.lineno for n in ast.walk(tree) if isinstance(n, ast.Attribute) and n.attr == "store"]
+        assert not reached, f"knowledge/{name}.py reaches a whole store at lines {reached}: ask `index.searched`"

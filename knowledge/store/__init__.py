@@ -169,17 +169,38 @@ class StoreReader(Protocol):
 
     def chunk_by_id(self, chunk_id: str) -> Chunk | None: ...
 
+    def vectors(self, keys: Sequence[int]) -> dict[int, npt.NDArray[np.float32]]:
+        """Stored vectors of those `keys` that have one."""
+        ...
+
     def version(self) -> str:
         """Changes whenever chunks are added or removed (not when vectors arrive)."""
         ...
 
     def coverage(self) -> Coverage: ...
 
+    def keep_warm(self, wait: bool = False) -> None:
+        """A long-running process holds this store: keep whatever makes its queries faster (may do nothing)."""
+        ...
+
     def close(self) -> None: ...
 
 
-class SearchSide(StoreReader, Protocol):
-    """What a search asks of a store (retrieval.py)."""
+class SearchSide(Protocol):
+    """All a search asks of a store, and nothing else (search, retrieval, grep, locate and serving read an index
+    through `KindIndex.searched`, typed by this): ten members, both engines alike (tests/test_store_contract.py)."""
+
+    manifest: Manifest
+
+    def files(self) -> dict[str, FileFacts]: ...
+
+    def chunks(self, keys: Sequence[int]) -> dict[int, Chunk]:
+        """The chunks of `keys` that exist."""
+        ...
+
+    def chunks_of_path(self, path: str) -> list[Chunk]:
+        """One file's chunks, in key order (a chunk's id starts with its path: `path#name`)."""
+        ...
 
     def dense_search(self, vector: npt.NDArray[np.float32], k: int) -> list[ScoredKey]:
         """The `k` nearest embedded chunks by cosine similarity, best first."""
@@ -203,14 +224,6 @@ class SearchSide(StoreReader, Protocol):
 
     def similarities(self, keys: Sequence[int], vector: npt.NDArray[np.float32]) -> dict[int, float]:
         """The cosine of `vector` to each of `keys` that has a stored vector, computed where the vectors live."""
-        ...
-
-    def vectors(self, keys: Sequence[int]) -> dict[int, npt.NDArray[np.float32]]:
-        """Stored vectors of those `keys` that have one."""
-        ...
-
-    def keep_warm(self, wait: bool = False) -> None:
-        """A long-running process holds this store: keep whatever makes its queries faster (may do nothing)."""
         ...
 
 
@@ -246,7 +259,7 @@ class FillSide(StoreReader, Protocol):
         ...
 
 
-class ChunkStore(SearchSide, WriteSide, FillSide, Protocol):
+class ChunkStore(SearchSide, WriteSide, FillSide, Protocol):  # WriteSide and FillSide bring StoreReader
     """One kind's chunks, their vectors and their lexical index, as one engine keeps them: the three sides."""
 
 

@@ -10,6 +10,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from ..fs import atomic_write
+from ..quiet import is_quiet
 from . import FORMAT_VERSION, Manifest, StoreSummary, index_dir
 from .vectors import remove_stale_temp_files
 
@@ -39,8 +40,8 @@ CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(body, tokenize="{tokenizer}");
 # The order chunks get their transformer vectors: what is most likely asked first. Code before its tests; public
 # entities, then other named entities, then the lines between them (a doc index fills before the code's). The files
 # changed lately come before all of it, most recent first (`first` of `pending`, see `recent_first`).
-FILL_ORDER = (
-    "(path LIKE '%test%'), CASE WHEN json_extract(data, '$.exported') = 1 THEN 0 "
+FILL_ORDER = (  # policy.FILL_ORDER in SQLite (`quiet` is policy's rule, registered on every connection)
+    "quiet(path), CASE WHEN json_extract(data, '$.exported') = 1 THEN 0 "
     "WHEN json_extract(data, '$.symbol') != '' THEN 1 ELSE 2 END, key"
 )
 
@@ -53,6 +54,7 @@ def store_paths(root: Path, kind: str) -> tuple[Path, Path, Path]:
 
 def connect(path: Path) -> sqlite3.Connection:
     db = sqlite3.connect(path, timeout=60, check_same_thread=False, isolation_level=None)
+    db.create_function("quiet", 1, is_quiet, deterministic=True)
     db.execute("PRAGMA journal_mode=WAL")
     db.execute("PRAGMA synchronous=NORMAL")
     return db

@@ -11,7 +11,6 @@ indexes big enough for FTS5 to be slow.
 
 from __future__ import annotations
 
-import math
 import sqlite3
 import threading
 from collections.abc import Iterable, Sequence
@@ -20,7 +19,9 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-K1, B = 1.2, 0.75  # FTS5's bm25() defaults
+from . import policy
+
+K1, B = policy.BM25_K1, policy.BM25_B
 REBUILD_SHARE = 0.2  # rows added or removed since the build, past which it is rebuilt rather than patched
 
 
@@ -223,8 +224,7 @@ class _State:
         scores = [np.zeros(len(part.keys), dtype=np.float64) for part, _ in self._parts]
         for per_part in hits:
             found = sum(len(rows) for rows, _ in per_part)
-            idf = math.log((self.rows - found + 0.5) / (found + 0.5))
-            idf = idf if idf > 0.0 else 1e-6
+            idf = policy.idf(self.rows, found)
             for (part, _), (rows, freqs), total in zip(self._parts, per_part, scores, strict=True):
                 if len(rows):
                     tf = freqs.astype(np.float64)
@@ -236,7 +236,7 @@ class _State:
         if len(matched) > k:  # everything tied with the k-th score stays in, so ties break by key as FTS5's do
             kth = np.partition(score[matched], len(matched) - k)[len(matched) - k]
             matched = matched[score[matched] >= kth]
-        order = sorted(matched.tolist(), key=lambda row: (-score[row], keys[row]))[:k]
+        order = sorted(matched.tolist(), key=lambda row: policy.tie_key(float(score[row]), int(keys[row])))[:k]
         return [(int(keys[row]), float(score[row])) for row in order]
 
     @staticmethod

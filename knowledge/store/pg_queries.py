@@ -3,18 +3,16 @@ large one) and BM25 over the postings of the stemmed terms, scored with the same
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from . import ScoredKey
+from . import ScoredKey, policy
 from .pg_schema import Connection
 
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-BM25_K1, BM25_B = 1.2, 0.75  # FTS5's bm25() defaults, so both engines rank alike
 RARE_SHARE, PRUNE_FROM_CHUNKS = 0.05, 20_000  # see bm25
 CANDIDATE_ROWS = 5_000  # see bm25: about what one rare term may hold at 100k chunks
 # An exact scan reads every vector of the index (~4 us each at 768 dims); a filtered HNSW walk costs ~1.5 ms plus
@@ -96,7 +94,7 @@ def bm25(conn: Connection, index_id: int, stems: Sequence[str], k: int) -> list[
     if not frequencies:
         return []
     n, total = rows[0][0], rows[0][1]
-    idf = {lexeme: max(math.log((n - df + 0.5) / (df + 0.5)), 1e-6) for lexeme, df in frequencies.items()}
+    idf = {lexeme: policy.idf(n, df) for lexeme, df in frequencies.items()}
     by_rarity = sorted(frequencies, key=lambda lexeme: frequencies[lexeme])
     chosen = _candidate_terms(by_rarity, frequencies, n) if n >= PRUNE_FROM_CHUNKS else by_rarity
     # every query term counts towards a candidate's score; only the chosen terms' chunks are candidates (an array of
@@ -123,8 +121,8 @@ def bm25(conn: Connection, index_id: int, stems: Sequence[str], k: int) -> list[
             "idf": list(idf.values()),
             "chosen": chosen,
             "avgdl": max(total / max(n, 1), 1.0),
-            "k1": BM25_K1,
-            "b": BM25_B,
+            "k1": policy.BM25_K1,
+            "b": policy.BM25_B,
             "limit": k,
         },
     ).fetchall()

@@ -48,6 +48,7 @@ from .pg_schema import (
     require_grant,
 )
 from .pg_vectors import remember, take_cached
+from .policy import QUIET_PATTERN
 
 if TYPE_CHECKING:
     import numpy as np
@@ -249,12 +250,14 @@ class PostgresStore:
     def pending(self, limit: int, first: Sequence[str] = ()) -> list[Pending]:
         select = (
             "SELECT key, content_hash, embed_text, path FROM knowledge_chunks WHERE index_id = %s "
-            "AND embedding IS NULL AND {} path = ANY(%s) ORDER BY (path LIKE '%%test%%'), "
+            "AND embedding IS NULL AND {} path = ANY(%s) ORDER BY (path ~* %s), "
             "CASE WHEN data->>'exported' = 'true' THEN 0 WHEN coalesce(data->>'symbol', '') <> '' THEN 1 ELSE 2 END, "
-            "key"  # local_files.FILL_ORDER
+            "key"  # policy.FILL_ORDER
         )
-        recent = self._all(select.format(""), (self.index_id, list(first))) if first else []
-        rest = self._all(select.format("NOT") + " LIMIT %s", (self.index_id, list(first), max(0, limit - len(recent))))
+        recent = self._all(select.format(""), (self.index_id, list(first), QUIET_PATTERN)) if first else []
+        rest = self._all(
+            select.format("NOT") + " LIMIT %s", (self.index_id, list(first), QUIET_PATTERN, max(0, limit - len(recent)))
+        )
         return recent_first(first, recent, rest, limit)
 
     def pending_size(self) -> tuple[int, int]:
