@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import typing
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import MISSING, asdict, dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
 from .errors import KnowledgeError
@@ -27,6 +27,7 @@ MAX_BUDGET = 50_000
 MAX_QUERY_CHARS = 64_000  # a pasted issue or task, tracebacks and all (tens of KB): a long question is no error
 MAX_FILTERS = 20  # globs or languages per filter
 MAX_FILTER_CHARS = 200
+MAX_LINE = 10**9
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,13 +50,18 @@ def _option(default: object, help: str, **how: Any) -> Any:  # noqa: ANN401 - a 
     return field(default=default, metadata={"option": Option(help, **how)})
 
 
+def _required(help: str) -> Any:  # noqa: ANN401 - a dataclass field, typed by its annotation
+    """A field every request must give (no default): a non-empty string."""
+    return field(metadata={"option": Option(help)})
+
+
 def _globs(flag: str, help: str) -> Any:  # noqa: ANN401 - a dataclass field, typed by its annotation
     return _option((), help.replace(" (`", " (repeatable; `"), flags=(flag,), metavar="GLOB")
 
 
 @dataclass(frozen=True, slots=True)
 class SearchRequest:
-    query: str
+    query: str = _required("What you want to know, in plain words or with identifiers.")
     k: int | None = _option(None, "Most results to return.", flags=("-k", "--top-k"), low=1, high=MAX_K, warm=True)
     threshold: float | None = _option(
         None, "Drop results below this cosine similarity (default: calibrated for the model).", flags=("--threshold",),
@@ -125,7 +131,7 @@ class SearchRequest:
 class LocateRequest:
     """An issue or task text in, the files (their functions, classes, sections) to change out: `knowledge locate`."""
 
-    query: str
+    query: str = _required("The issue or task text as filed: title, description, tracebacks, code.")
     k: int | None = _option(None, "Most files to return (default 10).", flags=("-k", "--top-k"), low=1, high=MAX_K)
     budget: int | None = _option(
         None, "Token budget for everything printed, counted in the model's tokens (default 2000).",
@@ -149,24 +155,99 @@ class LocateRequest:
         return _to_params(self, LocateRequest("x"))
 
 
+@dataclass(frozen=True, slots=True)
+class SourceRequest:
+    """Exact current lines of a repository file, by path and range or by a result's id: `knowledge show`."""
+
+    path: str | None = _option(None, "A repository file's path, relative to its root.")
+    start: int | None = _option(None, "The first line (1-based).", low=1, high=MAX_LINE)
+    end: int | None = _option(None, "The last line (inclusive).", low=1, high=MAX_LINE)
+    id: str | None = _option(None, "A result's id (`path#name`), instead of a path and lines.")
+
+    def __post_init__(self) -> None:
+        _validate(self)
+        if not self.id and not self.path:
+            raise KnowledgeError("path: expected a non-empty string (or a result's id)")
+        if self.start is not None and self.end is not None and self.end < self.start:
+            raise KnowledgeError(f"end ({self.end}) is before start ({self.start})")
+
+
+@dataclass(frozen=True, slots=True)
+class DocsForFileRequest:
+    """Doc sections that mention a file path (or its name)."""
+
+    path: str = _required("A repository file's path (or its name).")
+
+    def __post_init__(self) -> None:
+        _validate(self)
+
+
+@dataclass(frozen=True, slots=True)
+class DocsForRequest:
+    """Doc sections that refer to code: a file, the entity at a line, or a symbol."""
+
+    target: str = _required("A file path, `path:LINE` (the entity at that line) or a symbol (`KnowledgeBase.search`).")
+
+    def __post_init__(self) -> None:
+        _validate(self)
+
+
+@dataclass(frozen=True, slots=True)
+class ReindexRequest:
+    """Bring the index up to date with the files."""
+
+    full: bool = _option(False, "A full rebuild (slow) instead of the changes only.")
+    worktree: bool = _option(True, "Also the work tree's uncommitted changes.", mcp=False)
+
+    def __post_init__(self) -> None:
+        _validate(self)
+
+
 Request = SearchRequest | LocateRequest
-AnyRequest = typing.TypeVar("AnyRequest", SearchRequest, LocateRequest)
+AnyRequest = typing.TypeVar(
+    "AnyRequest", SearchRequest, LocateRequest, SourceRequest, DocsForFileRequest, DocsForRequest, ReindexRequest
+)
+Declared = (
+    type[SearchRequest]
+    | type[LocateRequest]
+    | type[SourceRequest]
+    | type[DocsForFileRequest]
+    | type[DocsForRequest]
+    | type[ReindexRequest]
+)
 
 
-def _validate(request: Request) -> None:
-    if not isinstance(request.query, str):
-        raise KnowledgeError("query: expected a non-empty string")
-    if not request.query.strip():
-        raise KnowledgeError("the query is empty")
-    check_text("query", request.query)
-    if len(request.query) > MAX_QUERY_CHARS:
-        raise KnowledgeError(f"query: {len(request.query):,} characters; at most {MAX_QUERY_CHARS:,}")
-    for name, kind, option in request_options(type(request)):
+def from_params(cls: type[AnyRequest], params: JsonObject) -> AnyRequest:
+    """A request from JSON parameters (an HTTP body, an MCP tool's arguments); unknown names are refused."""
+    return _from_params(cls, params, cls.__name__.removesuffix("Request").lower())
+
+
+def _validate(request: object) -> None:
+    if hasattr(request, "query"):
+        _validate_query(request.query)
+    for name, kind, option in request_options(type(request)):  # type: ignore[arg-type]
         value = getattr(request, name)
         if kind is tuple:
             object.__setattr__(request, name, _checked_list(name, value))
         elif value is not None:
             _check(name, value, kind, option)
+            if kind is str and name in required_fields(type(request)) and not value.strip():
+                raise KnowledgeError(f"{name}: expected a non-empty string")
+
+
+def _validate_query(query: object) -> None:
+    if not isinstance(query, str):
+        raise KnowledgeError("query: expected a non-empty string")
+    if not query.strip():
+        raise KnowledgeError("the query is empty")
+    check_text("query", query)
+    if len(query) > MAX_QUERY_CHARS:
+        raise KnowledgeError(f"query: {len(query):,} characters; at most {MAX_QUERY_CHARS:,}")
+
+
+def required_fields(cls: type) -> set[str]:
+    """The fields a request must be given (no default)."""
+    return {f.name for f in fields(cls) if f.default is MISSING and f.default_factory is MISSING}
 
 
 def _from_params(cls: type[AnyRequest], params: JsonObject, operation: str) -> AnyRequest:
@@ -174,8 +255,9 @@ def _from_params(cls: type[AnyRequest], params: JsonObject, operation: str) -> A
     unknown = sorted(set(params) - known)
     if unknown:
         raise KnowledgeError(f"unknown {operation} parameter(s): {', '.join(unknown)}")
-    if params.get("query") is None:
-        raise KnowledgeError("query: expected a non-empty string")
+    for name in sorted(required_fields(cls)):
+        if params.get(name) is None:
+            raise KnowledgeError(f"{name}: expected a non-empty string")
     values = {name: value for name, value in params.items() if value is not None}
     return cls(**values)
 
@@ -188,9 +270,7 @@ def _to_params(request: Request, defaults: Request) -> JsonObject:
     }
 
 
-def request_options(
-    request: type[SearchRequest] | type[LocateRequest] = SearchRequest,
-) -> Iterator[tuple[str, type, Option]]:
+def request_options(request: Declared = SearchRequest) -> Iterator[tuple[str, type, Option]]:
     """(name, base type: bool, int, float, str or tuple, Option) of every option of a request, in declaration order."""
     hints = typing.get_type_hints(request)
     for declared in fields(request):
@@ -217,10 +297,12 @@ def _check(name: str, value: object, kind: type, option: Option) -> None:
     elif kind is float:
         if isinstance(value, bool) or not isinstance(value, int | float) or not option.low <= value <= option.high:  # type: ignore[operator]
             raise KnowledgeError(f"{name}: expected a number from {option.low:g} to {option.high:g}, got {value!r}")
-    elif kind is str and not isinstance(value, str):  # JSON may send any value where text is meant
-        raise KnowledgeError(f"{name}: expected a string, got {type(value).__name__}")
-    elif option.choices and value not in option.choices:
-        raise KnowledgeError(f"{name}: {value!r} is not one of {', '.join(option.choices)}")
+    elif kind is str:
+        if not isinstance(value, str):  # JSON may send any value where text is meant
+            raise KnowledgeError(f"{name}: expected a string, got {type(value).__name__}")
+        check_text(name, value)
+        if option.choices and value not in option.choices:
+            raise KnowledgeError(f"{name}: {value!r} is not one of {', '.join(option.choices)}")
 
 
 def _checked_list(name: str, values: object) -> tuple[str, ...]:

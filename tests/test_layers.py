@@ -132,6 +132,7 @@ SIDEWAYS = {
     ("knowledge.globs", "knowledge.patterns"): "globs compile to linear-time patterns",
     ("knowledge.secrets", "knowledge.patterns"): "`secret_patterns` run in linear time",
     ("knowledge.request", "knowledge.patterns"): "request globs are checked as the settings' are",
+    ("knowledge.operations", "knowledge.request"): "each operation's parameters are its request's declaration",
     ("knowledge.callgraph", "knowledge.quiet"): "callers in tests and examples are listed after the others",
 }
 

@@ -110,3 +110,56 @@ def test_a_text_option_refuses_a_value_that_is_not_text():
             SearchRequest.from_params({"query": "x", "match": bad})
     with pytest.raises(KnowledgeError, match="kind: expected a string"):
         SearchRequest.from_params({"query": "x", "kind": ["docs"]})
+
+
+def test_every_operation_reaches_every_frontend_from_its_one_declaration():
+    """Each operation's route, daemon/remote dispatch and MCP tool (its parameters, their descriptions, which are
+    required) come from its one row in operations.py and its request's declaration."""
+    import asyncio
+
+    from knowledge.operations import OPERATIONS
+    from knowledge.request import request_options, required_fields
+    from knowledge.server.mcp import build_server
+    from knowledge.server.resolve import ROUTES
+
+    class Echo:
+        def __getattr__(self, name):
+            return lambda *params: params[0] if params else {}
+
+    tools = {tool.name: tool for tool in asyncio.run(build_server(Echo()).list_tools())}
+    assert set(tools) == {operation.tool for operation in OPERATIONS if operation.tool}
+    for operation in OPERATIONS:
+        assert ROUTES[operation.name] == (operation.method, operation.route)
+        assert (operation.method == "POST") == (operation.request is not None), operation.name
+        if not operation.tool:
+            continue
+        schema = tools[operation.tool].input_schema
+        declared = {n: o for n, _, o in request_options(operation.request) if o.mcp} if operation.request else {}
+        assert set(schema.get("properties", {})) == set(declared), operation.name
+        for name, option in declared.items():
+            assert schema["properties"][name]["description"] == option.help, (operation.name, name)
+        required = required_fields(operation.request) if operation.request else set()
+        assert set(schema.get("required", [])) == required & set(declared), operation.name
+
+
+def test_a_str_option_refuses_anything_but_a_string_in_every_request():
+    from knowledge.operations import BY_NAME, OPERATIONS
+    from knowledge.request import from_params, request_options, required_fields
+
+    requests = {operation.request for operation in OPERATIONS if operation.request is not None}
+    checked = 0
+    for request in requests:
+        given = {name: "x" for name in required_fields(request)}
+        for name, kind, _ in request_options(request):
+            if kind is str:
+                for wrong in (5, ["x"], {"a": 1}, True):
+                    with pytest.raises(KnowledgeError, match=f"{name}: expected a"):
+                        from_params(request, given | {name: wrong})
+                checked += 1
+    assert checked >= 6  # query twice, kind, match, path, id, target among them
+    with pytest.raises(KnowledgeError, match="target: expected a non-empty string"):
+        from_params(BY_NAME["docs_for"].request, {"target": "  "})
+    with pytest.raises(KnowledgeError, match="end \\(3\\) is before start \\(9\\)"):
+        from_params(BY_NAME["source"].request, {"path": "a.py", "start": 9, "end": 3})
+    with pytest.raises(KnowledgeError, match="unknown reindex parameter"):
+        from_params(BY_NAME["reindex"].request, {"everything": True})

@@ -326,7 +326,8 @@ def test_the_fill_order_is_the_policys_on_both_engines(engine):
 
 def test_equal_scores_come_in_key_order_on_both_engines(engine):
     tied = [make_chunk(f"t{n}.md", n, "the token budget caps answers") for n in range(6)]
-    store = build(engine, [*tied, make_chunk("z.md", 9, "one token alone, and a much longer text around it than the others have")])
+    longer = make_chunk("z.md", 9, "one token alone, and a much longer text around it than the others have")
+    store = build(engine, [*tied, longer])
     keys = sorted(k for k, c in store.all_chunks().items() if c.path.startswith("t"))
     hits = store.lexical_search(terms("token budget"), 4)
     assert [h.key for h in hits] == keys[:4]  # six equal scores, four asked: the four smallest keys, in order

@@ -13,8 +13,8 @@ sys.path.insert(0, str(ROOT / "training"))
 
 import chunk_pairs  # noqa: E402 - training/ is no package of knowledge's
 
-
-SWE_DEV_REPOS = {"sympy/sympy", "psf/requests", "pallets/flask"}  # the localization benchmark's: their fixes are history
+# the localization benchmark's repositories: their fixes are in their histories
+SWE_DEV_REPOS = {"sympy/sympy", "psf/requests", "pallets/flask"}
 
 
 def normal(name: str) -> str:

@@ -24,7 +24,15 @@ from ..render import (
     status_to_dict,
 )
 from ..render.locate import locate_to_dict, locate_to_text, located_text
-from ..request import LocateRequest, SearchRequest, check_text
+from ..request import (
+    DocsForFileRequest,
+    DocsForRequest,
+    LocateRequest,
+    ReindexRequest,
+    SearchRequest,
+    SourceRequest,
+    from_params,
+)
 
 if TYPE_CHECKING:
     from ..records import JsonObject
@@ -52,25 +60,6 @@ class Backend(Protocol):
     def reindex(self, params: JsonObject) -> JsonObject: ...
 
     def llms_txt(self) -> JsonObject: ...
-
-
-def _int(params: JsonObject, name: str, low: int, high: int) -> int | None:
-    value = params.get(name)
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise KnowledgeError(f"{name}: expected an integer from {low} to {high}, got {value!r}")
-    return value
-
-
-def _str(params: JsonObject, name: str, required: bool = True) -> str | None:
-    value = params.get(name)
-    if value is None and not required:
-        return None
-    if not isinstance(value, str) or not value.strip():
-        raise KnowledgeError(f"{name}: expected a non-empty string")
-    check_text(name, value)
-    return value
 
 
 class LocalBackend:
@@ -108,15 +97,11 @@ class LocalBackend:
         return {"text": locate_to_text(response)}
 
     def source(self, params: JsonObject) -> JsonObject:
-        chunk_id = _str(params, "id", required=False)
-        if chunk_id:
-            text = self.kb.source_of_chunk(chunk_id)
+        request = from_params(SourceRequest, params)
+        if request.id:
+            text = self.kb.source_of_chunk(request.id)
         else:
-            start = _int(params, "start", 1, 10**9)
-            end = _int(params, "end", 1, 10**9)
-            if start is not None and end is not None and end < start:
-                raise KnowledgeError(f"end ({end}) is before start ({start})")
-            text = self.kb.source(_str(params, "path") or "", start, end)
+            text = self.kb.source(request.path or "", request.start, request.end)
         if len(text.lines) > MAX_SOURCE_LINES:
             raise KnowledgeError(f"{text.path}: {len(text.lines)} lines; ask for at most {MAX_SOURCE_LINES}")
         return source_to_dict(text)
@@ -125,26 +110,18 @@ class LocalBackend:
         return status_to_dict(self.kb.status())
 
     def docs_for_file(self, params: JsonObject) -> JsonObject:
-        return hits_to_dict(self.kb.docs_for_file(_str(params, "path") or ""))
+        return hits_to_dict(self.kb.docs_for_file(from_params(DocsForFileRequest, params).path))
 
     def docs_for(self, params: JsonObject) -> JsonObject:
-        return hits_to_dict(self.kb.docs_for(_str(params, "target") or ""))
+        return hits_to_dict(self.kb.docs_for(from_params(DocsForRequest, params).target))
 
     def llms_txt(self) -> JsonObject:
         return {"text": self.kb.llms_txt()["llms.txt"]}
 
     def reindex(self, params: JsonObject) -> JsonObject:
-        for name in ("full", "worktree"):
-            if name in params and not isinstance(params[name], bool):
-                raise KnowledgeError(f"{name}: expected true or false, got {params[name]!r}")
-        unknown = sorted(set(params) - {"full", "worktree"})
-        if unknown:
-            raise KnowledgeError(f"unknown reindex parameter(s): {', '.join(unknown)}")
+        request = from_params(ReindexRequest, params)
         with self._reindex_lock:
-            if params.get("full") is True:
-                report = self.kb.reindex_all()
-            else:
-                report = self.kb.reindex_changes(worktree=params.get("worktree", True) is not False)
+            report = self.kb.reindex_all() if request.full else self.kb.reindex_changes(worktree=request.worktree)
         # as the CLI's reindex does: the chunks' vectors follow in a detached fill (child.py: the installed knowledge)
         filling = bool(report.chunks_pending) and self.kb.embed_in_background()
         return {"format_version": 1, **report_to_dict(report), "filling": filling}

@@ -12,8 +12,9 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..errors import KnowledgeError
+from ..operations import OPERATIONS
 from ..render.base import escaped_json
-from ..request import LocateRequest, Request, SearchRequest, request_options
+from ..request import Declared, request_options, required_fields
 from .backend import Backend
 
 KEYWORD = inspect.Parameter.KEYWORD_ONLY
@@ -28,12 +29,6 @@ inside a token budget. Follow a metadata result with `get_source` for its exact 
 sections that refer to a file, a line's function or a symbol before you change it. Cite results as
 path:line_start-line_end."""
 
-SEARCH_DOC = """Find the doc sections and code that answer a natural-language question (or name), best first,
-inside a token budget: everything returned, counted in the model's tokens, fits it. Results whose text does not fit
-come back as metadata only (path and lines: follow them with `get_source`).
-Returns the versioned JSON of `knowledge search --json`: results with score, path, section, line_start, line_end,
-content (null when under the full-content threshold), tokens, plus tokens_used, budget and omitted."""
-
 
 def _call(operation: Callable[[], JsonObject]) -> str:
     """JSON text of an operation; our errors become tool errors the agent can read (not opaque crashes)."""
@@ -45,33 +40,33 @@ def _call(operation: Callable[[], JsonObject]) -> str:
         raise ToolError(str(exc)) from exc
 
 
-LOCATE_DOC = """Where to change for an issue or task: give the text as filed (title, description, tracebacks, code; any
-length). Returns the files most likely to need the change, best first, each with its evidence (frame: a traceback
-frame; path: the text names the file or module; name: a symbol the text uses is defined there; message: a quoted
-error message is written there; words; meaning; history: past commits like this text changed it) and its entities
-(functions, classes, sections with their lines: follow them with `get_source`). The question is not echoed; all of
-it fits the token budget."""
-
-
-def _request_tool(
-    answer: Callable[[JsonObject], JsonObject], request: type[Request], question: str, name: str
-) -> Callable[..., str]:
-    """A tool whose parameters and their descriptions are made from its request's one declaration."""
+def _tool(answer: Callable[..., JsonObject], request: Declared | None, name: str) -> Callable[..., str]:
+    """A tool whose parameters, their types and descriptions are made from its request's one declaration (none: a
+    tool without parameters); the request validates what the agent sends, as for every frontend."""
     from typing import Annotated, cast
 
     from pydantic import Field
 
     described = cast("Any", Annotated)  # built at run time from the declaration: a type checker cannot follow
 
-    as_mcp: dict[type, Any] = {bool: bool, int: int | None, float: float | None, str: str, tuple: list[str] | None}
-    parameters = [inspect.Parameter("query", KEYWORD, annotation=described[str, Field(description=question)])]
-    for field_name, kind, option in request_options(request):
-        if option.mcp:
-            default = None if kind is tuple else request.__dataclass_fields__[field_name].default
-            annotation = described[as_mcp[kind], Field(description=option.help)]
-            parameters.append(inspect.Parameter(field_name, KEYWORD, default=default, annotation=annotation))
+    as_mcp: dict[type, Any] = {bool: bool, int: int, float: float, str: str, tuple: list[str]}
+    parameters = []
+    required = required_fields(request) if request is not None else set()
+    for field_name, kind, option in request_options(request) if request is not None else ():
+        if not option.mcp:
+            continue
+        default: Any = inspect.Parameter.empty
+        if field_name in required:
+            annotation = as_mcp[kind]
+        else:
+            default = None if kind is tuple else request.__dataclass_fields__[field_name].default  # type: ignore[union-attr]
+            annotation = as_mcp[kind] | None if default is None else as_mcp[kind]
+        described_as = described[annotation, Field(description=option.help)]
+        parameters.append(inspect.Parameter(field_name, KEYWORD, default=default, annotation=described_as))
 
     def tool(**arguments: Any) -> str:  # noqa: ANN401 - JSON values, checked by the request
+        if request is None:
+            return _call(answer)
         return _call(lambda: answer({key: value for key, value in arguments.items() if value is not None}))
 
     tool.__name__ = name
@@ -98,46 +93,16 @@ def build_server(backend: Backend) -> Any:  # noqa: ANN401 - mcp.server.mcpserve
         read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
     )
 
-    question = "What you want to know, in plain words or with identifiers."
-    search = _request_tool(lambda params: backend.search(params), SearchRequest, question, "search")
-    server.tool(name="search", description=SEARCH_DOC, annotations=read_only)(search)
-    issue = "The issue or task text as filed: title, description, tracebacks, code."
-    locate = _request_tool(lambda params: backend.locate(params), LocateRequest, issue, "locate")
-    server.tool(name="locate", description=LOCATE_DOC, annotations=read_only)(locate)
+    writes = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
+    for operation in OPERATIONS:
+        if operation.tool:
 
-    @server.tool(annotations=read_only)
-    def get_source(
-        path: str | None = None, start: int | None = None, end: int | None = None, id: str | None = None
-    ) -> str:
-        """Exact current lines of a repository file (1-based, inclusive), by path and range or by a result's id.
+            def answer(*params: JsonObject, name: str = operation.name) -> JsonObject:
+                return getattr(backend, name)(*params)  # type: ignore[no-any-return]
 
-        Paths outside the repository are refused."""
-        return _call(lambda: backend.source({"path": path, "start": start, "end": end, "id": id}))
-
-    @server.tool(annotations=read_only)
-    def status() -> str:
-        """The index: model, counts, the commit it reflects, files that changed since, skipped files."""
-        return _call(backend.status)
-
-    @server.tool(annotations=read_only)
-    def docs_for_file(path: str) -> str:
-        """Doc sections that mention a file path (or its name): metadata only, no embedding, cheap."""
-        return _call(lambda: backend.docs_for_file({"path": path}))
-
-    @server.tool(annotations=read_only)
-    def docs_for(target: str) -> str:
-        """Doc sections that refer to code before you change it: `target` is a file path, `path:LINE` (the entity
-        at that line) or a symbol (`KnowledgeBase.search`). Metadata only, no embedding, cheap."""
-        return _call(lambda: backend.docs_for({"target": target}))
-
-    @server.tool(
-        annotations=ToolAnnotations(
-            read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False
-        )
-    )
-    def reindex(full: bool = False) -> str:
-        """Bring the index up to date with the files: changes only, or a full rebuild with full=true (slow)."""
-        return _call(lambda: backend.reindex({"full": full}))
+            tool = _tool(answer, operation.request, operation.tool)
+            annotations = writes if operation.writes else read_only
+            server.tool(name=operation.tool, description=operation.doc, annotations=annotations)(tool)
 
     @server.resource("knowledge://llms.txt", name="llms.txt", mime_type="text/markdown")
     def llms_txt() -> str:
