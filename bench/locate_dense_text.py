@@ -60,7 +60,7 @@ def main() -> None:
             votes: dict[str, list] = defaultdict(list)
             vector = embedder.embed_query(pick(issue))
             for source in sources:
-                L._meaning(source, "static", vector, votes)
+                L._meaning(source, source.coverage(), "static", vector, votes)
             order = list(L.fuse(votes, {}, {}, L.LocatePolicy()))[:10]
             ranks.append(next((k for k, path in enumerate(order) if path in gold), None))
 

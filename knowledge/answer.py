@@ -17,7 +17,7 @@ from .kind import KindIndex
 from .records import SearchResponse
 from .request import SearchRequest
 from .search import resolve_options, search
-from .store import Manifest, index_dir
+from .store import Coverage, Manifest, index_dir
 from .store.asked import record_asked
 
 if TYPE_CHECKING:
@@ -66,8 +66,9 @@ def answer(
 ) -> SearchResponse:
     """The answer to `request` over `sources`; unasked fields fall back to the settings, then to the calibration of
     the first source. `docs` opens the docs index, read only when the answer holds doc sections."""
-    embed_query = _query_embedder(request, sources, model)
-    stage = _static_stage(request, sources, model)
+    coverages = [index.coverage() for index in sources]  # asked once a request: every step below reads these
+    embed_query = None if request.exact else query_embedder(sources, model, coverages)
+    stage = None if request.exact else static_stage(sources, model, coverages)
     manifest = sources[0].searched.manifest
     options = resolve_options(request, settings, (manifest.threshold, manifest.full_threshold))
     response = search(
@@ -78,6 +79,7 @@ def answer(
         options,
         is_stale,
         stage.embed_query if stage is not None else None,
+        coverages,
     )
     root = sources[0].root
     if response.dense_coverage < 1 and not request.exact:  # the fill gives these files their vectors next
@@ -85,16 +87,12 @@ def answer(
     return _with_drift_notes(response, root, docs)
 
 
-def _query_embedder(
-    request: SearchRequest, sources: Sequence[KindIndex], model: Model
+def query_embedder(
+    sources: Sequence[KindIndex], model: Model, coverages: Sequence[Coverage] | None = None
 ) -> Callable[[str], np.ndarray] | None:
-    return None if request.exact else query_embedder(sources, model)
-
-
-def query_embedder(sources: Sequence[KindIndex], model: Model) -> Callable[[str], np.ndarray] | None:
     """The transformer's query embedder, once some source has vectors and every source's were made by this model
     (by name first: a mismatch is said before any model is built or loaded); None: no transformer is asked."""
-    if not any(index.coverage().embedded for index in sources):
+    if not any(c.embedded for c in coverages or [index.coverage() for index in sources]):
         return None
     for index in sources:
         manifest = index.searched.manifest
@@ -107,18 +105,18 @@ def query_embedder(sources: Sequence[KindIndex], model: Model) -> Callable[[str]
     return model.embedder().embed_query
 
 
-def _static_stage(request: SearchRequest, sources: Sequence[KindIndex], model: Model) -> StaticStage | None:
-    return None if request.exact else static_stage(sources, model)
-
-
-def static_stage(sources: Sequence[KindIndex], model: Model) -> StaticStage | None:
+def static_stage(
+    sources: Sequence[KindIndex], model: Model, coverages: Sequence[Coverage] | None = None
+) -> StaticStage | None:
     """The static stage, for sources holding its rows; None when no source has any, or when a source's rows are
     another table's (until the next reindex rebuilds them)."""
-    if not any(index.coverage().static_rows for index in sources):
+    coverages = coverages or [index.coverage() for index in sources]
+    if not any(c.static_rows for c in coverages):
         return None
     stage = model.static()
     if stage is not None and any(
-        index.coverage().static_rows and index.searched.manifest.static_stage != stage.fingerprint for index in sources
+        c.static_rows and index.searched.manifest.static_stage != stage.fingerprint
+        for index, c in zip(sources, coverages, strict=True)
     ):
         return None
     return stage

@@ -30,6 +30,8 @@ from .records import Chunk, LocatedEntity, LocatedFile, LocateEvidence
 if TYPE_CHECKING:
     import numpy as np
 
+    from .store import Coverage
+
 DEPTH = 400  # chunks read from each ranked list
 COMMON_NAME_FILES = 12  # a name defined in more files than this says nothing of where
 ENTITY_SIGNALS = ("frame", "message", "name", "words", "meaning")  # what says most of where inside a file, first
@@ -59,11 +61,12 @@ def locate(
     meaning: Sequence[Stage] = (),
     history: Callable[[Sequence[str]], list[tuple[str, float, str]]] | None = None,
     keep: Callable[[str], bool] | None = None,
+    coverages: Sequence[Coverage] | None = None,
 ) -> list[LocatedFile]:
     """The `k` files to change for `issue`, best first; `meaning` are the dense stages the sources answer with
     (("static", its query embedder), and ("dense", the transformer's) once vectors exist)."""
     known = {path: s for s in sources for path in s.searched.files()}
-    votes = collect(sources, known, issue, meaning, history)
+    votes = collect(sources, known, issue, meaning, history, coverages)
     order = fuse(votes, {path: quiet_path(path, known) for path in known}, test_subjects(known), policy)
     chosen = [path for path in order if keep is None or keep(path)][:k]
     return [_located(path, order[path], votes.get(path, []), known) for path in chosen]
@@ -75,8 +78,9 @@ def collect(
     issue: IssueText,
     meaning: Sequence[Stage] = (),
     history: Callable[[Sequence[str]], list[tuple[str, float, str]]] | None = None,
+    coverages: Sequence[Coverage] | None = None,
 ) -> dict[str, list[Vote]]:
-    """Every signal's votes, per file."""
+    """Every signal's votes, per file (`coverages`: the sources', as the request read them)."""
     code = next((s for s in sources if s.kind == "code"), None)
     votes: dict[str, list[Vote]] = defaultdict(list)
     if code is not None:
@@ -85,10 +89,10 @@ def collect(
         _messages(code, issue, votes)
     text = salient(issue)
     vectors = [(stage, embed(text)) for stage, embed in meaning]
-    for source in sources:
+    for source, coverage in zip(sources, coverages or [s.coverage() for s in sources], strict=True):
         _words(source, issue, votes)
         for stage, vector in vectors:
-            _meaning(source, stage, vector, votes)
+            _meaning(source, coverage, stage, vector, votes)
     if history is not None:
         for path, score, detail in history(terms(issue.text)):
             if path in known:
@@ -195,9 +199,10 @@ def _words(source: KindIndex, issue: IssueText, votes: dict[str, list[Vote]]) ->
     _per_file(source, [(hit.key, hit.score) for hit in hits], "words", votes)
 
 
-def _meaning(source: KindIndex, stage: str, vector: np.ndarray, votes: dict[str, list[Vote]]) -> None:
+def _meaning(
+    source: KindIndex, coverage: Coverage, stage: str, vector: np.ndarray, votes: dict[str, list[Vote]]
+) -> None:
     """One dense stage's nearest chunks (the static stage's table, or the transformer's vectors) read per file."""
-    coverage = source.coverage()
     if stage == "static" and coverage.static_rows:
         hits = source.searched.static_search(vector, DEPTH)
     elif stage == "dense" and coverage.embedded:

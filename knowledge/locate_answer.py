@@ -30,13 +30,16 @@ def answer_locate(
     """The files to change for `request.query`, best first, as many as `request.budget` (or the settings') holds
     when each is printed by `printed` (the widest form the caller prints)."""
     budget = request.budget or settings.budget
-    stage = static_stage(sources, model)
-    dense = query_embedder(sources, model)
+    coverages = [index.coverage() for index in sources]  # asked once a request
+    stage = static_stage(sources, model, coverages)
+    dense = query_embedder(sources, model, coverages)
     issue_side = model.issue_static() if stage is not None else None
     meaning: list[Stage] = [("static", issue_side.embed_query)] if issue_side is not None else []
     meaning += [("dense", dense)] if dense is not None else []
     issue = read_issue(request.query)
-    files = locate(sources, issue, request.k or DEFAULT_K, LocatePolicy(), meaning, history, _path_filter(request))
+    files = locate(
+        sources, issue, request.k or DEFAULT_K, LocatePolicy(), meaning, history, _path_filter(request), coverages
+    )
     kept, used = [], 0
     for position, file in enumerate(files):
         for shape in _shapes(file):

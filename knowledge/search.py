@@ -30,6 +30,8 @@ from .search_options import SearchOptions, resolve_options
 if TYPE_CHECKING:
     import numpy as np
 
+    from .store import Coverage
+
 __all__ = ["SearchOptions", "resolve_options", "search"]
 
 Pooled = list[tuple[Candidate, KindIndex]]
@@ -65,6 +67,7 @@ def search(
     options: SearchOptions,
     is_stale: Callable[[str], bool] | None = None,
     static_query: Callable[[str], np.ndarray] | None = None,
+    coverages: Sequence[Coverage] | None = None,
 ) -> SearchResponse:
     """Rank chunks of every source (docs, code) for `query`; see docs/agents.md for what each threshold does.
 
@@ -85,7 +88,7 @@ def search(
             keep=options.keep,
         )
     question = parse(query)  # the one parse: every step below reads this
-    coverages = [index.coverage() for index in sources]
+    coverages = coverages or [index.coverage() for index in sources]
     total = sum(c.chunks for c in coverages)
     embedded = sum(c.embedded for c in coverages)
     cache = ChunkCache()

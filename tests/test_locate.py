@@ -195,3 +195,17 @@ def test_history_takes_file_names_and_messages_that_are_not_utf8(git_repo):
     report = history.sync(git_repo)
     assert report is not None
     assert report.commits == 2
+
+
+def test_coverage_is_asked_once_a_source_per_search_and_per_locate(shop, monkeypatch):
+    from knowledge.store.local import LocalStore
+
+    asked = []
+    counted = LocalStore.coverage
+    monkeypatch.setattr(LocalStore, "coverage", lambda self: asked.append(self.kind) or counted(self))
+    kb = KnowledgeBase.open(shop, embedder_factory=lambda s: HashingEmbedder())
+    kb.search("parse a price")
+    assert sorted(asked) == ["code", "docs"]
+    asked.clear()
+    kb.locate("Parsing a price with a currency sign fails in parse_price")
+    assert sorted(asked) == ["code", "docs"]
