@@ -711,3 +711,28 @@ def test_a_method_of_a_class_imported_through_its_package_lists_its_caller(git_r
     kb.reindex_all()
     hit = next(h for h in kb.search("load the configuration", kind="code", threshold=0).results if h.symbol == "load")
     assert ("LifespanOn.__init__", "exact") in {(ref["name"], ref["resolved"]) for ref in hit.called_by or ()}
+
+
+def test_a_library_method_is_never_named_as_a_by_name_callee(git_repo):
+    """`self.session.get(url)` on a `requests.Session` calls the library's `get`, not this repository's only `get`
+    (a by-name guess named `Config.get` its caller)."""
+    commit(
+        git_repo,
+        {
+            "app/__init__.py": "",
+            "app/config.py": 'class Config:\n    def get(self, key):\n        """Read one setting by its key."""\n'
+            "        return key\n",
+            "app/client.py": "import requests\n\n\nclass Client:\n    def __init__(self):\n"
+            "        self.session = requests.Session()\n\n    def fetch(self, url):\n"
+            "        return self.session.get(url)\n\n\ndef download(url, session: requests.Session):\n"
+            "    return session.get(url)\n",
+            "app/settings.py": "from app.config import Config\n\n\ndef timeout(config: Config):\n"
+            "    return config.get('timeout')\n",
+        },
+    )
+    kb = kb_for(git_repo)
+    kb.reindex_all()
+    hit = next(h for h in kb.search("read one setting", kind="code", threshold=0).results if h.symbol == "get")
+    callers = {ref["name"] for ref in hit.called_by or ()}
+    assert "timeout" in callers  # the caller the code states
+    assert not callers & {"Client.fetch", "download"}

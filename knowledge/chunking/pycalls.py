@@ -55,9 +55,11 @@ def _type_name(node: ast.expr | None) -> str | None:
         func = node.func
         if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id[:1].isupper():
             return func.value.id
-        return _type_name(func) if isinstance(func, ast.Name) else None
+        return _type_name(func) if isinstance(func, ast.Name | ast.Attribute) else None
     if isinstance(node, ast.Name) and node.id[:1].isupper():
         return node.id
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.attr[:1].isupper():
+        return f"{node.value.id}.{node.attr}"  # a class of an imported module: `requests.Session`
     return None
 
 
@@ -161,6 +163,10 @@ def python_calls(source: str, path: str) -> dict[int, set[str]]:
     def method_of(class_name: str, method: str) -> str | None:
         if class_name in classes:
             return f"{path}::{class_name}.{method}"
+        module, _, name = class_name.rpartition(".")
+        if module:  # `requests.Session`: the module's class, this repository's or another library's
+            where = imports.get(module, "")
+            return f"{where}::{name}.{method}" if where and "::" not in where else None
         where = imports.get(class_name, "")
         return f"{where}.{method}" if "::" in where else None
 
