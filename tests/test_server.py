@@ -302,3 +302,24 @@ def test_slow_header_clients_are_cut_at_the_deadline_and_connections_are_capped(
     finally:
         httpd.shutdown()
         httpd.server_close()
+
+
+def test_the_daemon_is_looked_for_once_a_process_unless_asked_afresh(tmp_path, monkeypatch):
+    """The launcher looks for a daemon before click loads; when there is none, the CLI that answers next does not
+    look again. `daemon start`, waiting for the one it started, looks afresh."""
+    from knowledge.server import daemon_client, resolve
+
+    looks = []
+    monkeypatch.setattr(daemon_client, "find_socket", lambda start: looks.append(start))
+    monkeypatch.setattr(resolve, "_NO_DAEMON", set())
+    monkeypatch.delenv("KNOWLEDGE_NO_DAEMON", raising=False)
+    assert resolve.daemon_answer(tmp_path, "search", {"query": "x"}) is None  # the launcher's look
+
+    class Local:
+        def search(self, params):
+            return {"answered": params["query"]}
+
+    assert resolve.answer("search", {"query": "x"}, start=tmp_path, local=Local) == {"answered": "x"}
+    assert looks == [tmp_path.resolve()]
+    assert resolve.daemon_answer(tmp_path, "status", fresh=True) is None
+    assert len(looks) == 2

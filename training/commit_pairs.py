@@ -129,9 +129,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, default=OUT)
     parser.add_argument("--mirror", type=Path, default=MIRROR)
+    parser.add_argument("--manifest", type=Path, default=MANIFEST)
     parser.add_argument("--update-manifest", action="store_true", help="record each source's pair count")
     args = parser.parse_args()
-    manifest = json.loads(MANIFEST.read_text(encoding="utf-8"))
+    manifest = json.loads(args.manifest.read_text(encoding="utf-8"))
 
     def count(text: str) -> int:  # about 4 characters a token, as training/mine.py counts
         return len(text) // 4 + 1
@@ -146,7 +147,7 @@ def main() -> None:
     args.out.write_text("".join(json.dumps(pair) + "\n" for pair in everything), encoding="utf-8")
     print(f"wrote {len(everything)} pairs to {args.out}", file=sys.stderr)
     if args.update_manifest:
-        MANIFEST.write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+        args.manifest.write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
 
 
 if __name__ == "__main__":

@@ -56,8 +56,8 @@ def daemon_allowed(ctx: click.Context) -> bool:
 def daemon_call(
     ctx: click.Context, operation: str, params: JsonObject | None = None, timeout: float = 120.0
 ) -> JsonObject | None:
-    """The warm daemon's answer, or None (no daemon, or this call names another model)."""
-    return daemon_answer(start_path(ctx), operation, params, timeout) if daemon_allowed(ctx) else None
+    """The warm daemon's answer, or None (no daemon, or this call names another model); looked for afresh."""
+    return daemon_answer(start_path(ctx), operation, params, timeout, fresh=True) if daemon_allowed(ctx) else None
 
 
 def local_backend(ctx: click.Context, kb: Callable[[], KnowledgeBase] | None = None) -> Callable[[], Backend]:

@@ -20,16 +20,24 @@ ROUTES = {name: (operation.method, operation.route) for name, operation in BY_NA
 ROUTES["shutdown"] = ("POST", "/v1/shutdown")  # the daemon's own
 
 
+_NO_DAEMON: set[Path] = set()  # where this process looked and found none: the launcher's look serves the CLI's
+
+
 def daemon_answer(
-    start: Path, operation: str, params: JsonObject | None = None, timeout: float = 120.0
+    start: Path, operation: str, params: JsonObject | None = None, timeout: float = 120.0, fresh: bool = False
 ) -> JsonObject | None:
-    """The answer of the warm daemon of the work tree holding `start`; None when there is none (or it went away)."""
+    """The answer of the warm daemon of the work tree holding `start`; None when there is none (or it went away).
+    One look a process unless `fresh` (`daemon start` waiting for the one it started)."""
     if os.environ.get("KNOWLEDGE_NO_DAEMON"):
+        return None
+    where = start.resolve()
+    if where in _NO_DAEMON and not fresh:
         return None
     from .daemon_client import find_socket, request
 
-    folder = find_socket(start.resolve())  # no git process: a warm call is worth milliseconds
+    folder = find_socket(where)  # no git process: a warm call is worth milliseconds
     if folder is None:
+        _NO_DAEMON.add(where)
         return None
     method, route = ROUTES[operation]
     return request(folder, method, route, params if method == "POST" else None, timeout)
