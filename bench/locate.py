@@ -128,6 +128,7 @@ for line in sys.stdin:
             answer = kb.locate(text, k=10, budget=50000)
             row["locate"] = [f.path for f in answer.files]
             row["locate_ms"] = round((time.monotonic() - t) * 1000)
+            row["entities"] = [[f.path, e.line_start, e.line_end] for f in answer.files for e in f.entities]
             if order.get("dump"):  # every signal's votes, to weigh the signals offline (--dump)
                 from functools import partial
                 import knowledge.locate as L
@@ -137,7 +138,8 @@ for line in sys.stdin:
                 sources = kb.indexes(("code", "docs"))
                 known = {p: s for s in sources for p in s.store.files()}
                 stage = static_stage(sources, kb.model)
-                votes = L.collect(sources, known, read_issue(text), [("static", stage.embed_query)] if stage else [],
+                side = getattr(kb.model, "issue_static", lambda: stage)() if stage else None  # what locate embeds with
+                votes = L.collect(sources, known, read_issue(text), [("static", side.embed_query)] if side else [],
                                   partial(H.files_like, root))
                 row["votes"] = {p: [[v[0], v[1]] for v in vs] for p, vs in votes.items()}
                 row["quiet"] = [p for p in votes if L.quiet_path(p, known)]
@@ -223,6 +225,40 @@ def scores(ranked: dict[str, list[str]], gold: dict[str, list[str]]) -> dict[str
     return {name: round(value / max(1, len(gold)), 3) for name, value in out.items()}
 
 
+_HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+\d+(?:,\d+)? @@", re.MULTILINE)
+
+
+def touched_lines(patch: str) -> dict[str, set[int]]:
+    """The base commit's lines the fix changes, per file (an insertion touches the lines either side of it)."""
+    out: dict[str, set[int]] = {}
+    for part in patch.split("diff --git ")[1:]:
+        path = part.split("\n", 1)[0].split(" b/", 1)[-1].strip()
+        for match in _HUNK.finditer(part):
+            start, size = int(match.group(1)), int(match.group(2) or 1)
+            lines = range(start, start + size) if size else range(start, start + 2)
+            out.setdefault(path, set()).update(lines)
+    return out
+
+
+def entity_scores(rows: dict[str, list], instances: list[dict]) -> dict[str, float]:
+    """Function level: where the first of `locate`'s entities (files best first, each file's entities in its order)
+    that holds a line the fix changes lands (Acc@k over the first k entities; MRR@10)."""
+    out = {f"acc@{k}": 0.0 for k in KS} | {"mrr@10": 0.0}
+    for instance in instances:
+        touched = touched_lines(instance["patch"])
+        got = rows.get(instance["instance_id"], [])
+        hits = (
+            i
+            for i, (path, start, end) in enumerate(got[:10])
+            if any(n in touched.get(path, ()) for n in range(start, end + 1))
+        )
+        rank = next(hits, None)
+        for k in KS:
+            out[f"acc@{k}"] += rank is not None and rank < k
+        out["mrr@10"] += 0.0 if rank is None else 1.0 / (rank + 1)
+    return {name: round(value / max(1, len(instances)), 3) for name, value in out.items()}
+
+
 def table(results: dict, instances: list[dict]) -> str:
     repos = sorted({i["repo"] for i in instances})
     lines = ["| side / asker | repository | n | Acc@1 | Acc@5 | Acc@10 | MRR@10 |", "|---|---|---|---|---|---|---|"]
@@ -279,6 +315,7 @@ def main() -> None:
     timing: dict[str, list[float]] = {}
     indexing: dict[str, list[float]] = {}
     dumped: dict[str, dict] = {}
+    entities: dict[str, dict[str, list]] = {}
     cached = args.work / "bm25.json"  # the baseline depends on the data alone: computed once per work folder
     known = json.loads(cached.read_text()) if cached.exists() else {}
     for number, instance in enumerate(instances, 1):
@@ -303,6 +340,8 @@ def main() -> None:
                     if asker in row:
                         runs.setdefault(f"{side} {asker}", {})[iid] = row[asker]
                         timing.setdefault(f"{side} {asker}", []).append(row[f"{asker}_ms"])
+                if "entities" in row:
+                    entities.setdefault(f"{side} locate", {})[iid] = row["entities"]
     print(f"all: {time.monotonic() - started:.0f}s", file=sys.stderr, flush=True)
     results = {
         "base": git("rev-parse", args.base, cwd=PROJECT).strip(),
@@ -310,10 +349,14 @@ def main() -> None:
         "runs": runs,
         "median_ms": {name: statistics.median(values) for name, values in timing.items()},
         "median_index_s": {name: statistics.median(values) for name, values in indexing.items()},
+        "entities": entities,
+        "entity_scores": {name: entity_scores(rows, instances) for name, rows in entities.items()},
     }
     if dumped:
         (args.work / "votes.json").write_text(json.dumps(dumped))
     print(table(results, instances))
+    for name, scored in results["entity_scores"].items():
+        print(f"function level, {name}: " + ", ".join(f"{key} {value:.3f}" for key, value in scored.items()))
     print("median ms an ask:", results["median_ms"], " median s an index step:", results["median_index_s"])
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
