@@ -84,16 +84,11 @@ class CallGraph:
 
     def _rank(self, origin: Chunk, chunks: list[Chunk]) -> list[Chunk]:
         """Same file first, tests and examples last (where `MAX_EDGES` cuts, they are what goes), then by language."""
-        return sorted(
-            chunks,
-            key=lambda c: (
-                c.path != origin.path,
-                is_quiet(c.path),
-                c.language != origin.language,
-                c.path,
-                c.line_start,
-            ),
-        )
+        return sorted(chunks, key=lambda c: (c.path != origin.path, is_quiet(c.path), *self._order(origin, c)))
+
+    @staticmethod
+    def _order(origin: Chunk, chunk: Chunk) -> tuple[bool, str, int]:
+        return (chunk.language != origin.language, chunk.path, chunk.line_start)
 
     def _exact(self, call: str) -> list[Chunk]:
         where, qualified = call.rsplit("::", 1)
@@ -156,10 +151,14 @@ class CallGraph:
             # like a member call (Python's are resolved exactly through its imports)
             if few and chunk.language != "python":
                 by_name += [c for c in members if c.language == chunk.language]
-        found = {c.id: (c, "exact") for c in self._rank(chunk, exact) if c.id != chunk.id}
-        for c in self._rank(chunk, by_name):
-            if c.id != chunk.id:
-                found.setdefault(c.id, (c, "name"))
+        resolved = {c.id: "name" for c in by_name} | {c.id: "exact" for c in exact}
+        # same file first, tests and examples last however their calls were resolved (so the cap cuts them first),
+        # exact callers before guesses among the rest
+        ranked = sorted(
+            {c.id: c for c in [*exact, *by_name] if c.id != chunk.id}.values(),
+            key=lambda c: (c.path != chunk.path, is_quiet(c.path), resolved[c.id] != "exact", *self._order(chunk, c)),
+        )
+        found = {c.id: (c, resolved[c.id]) for c in ranked}
         return tuple(
             _ref(c, how, call_sites(self._parts.get(c.id, [c]), chunk.symbol))
             for c, how in list(found.values())[:MAX_EDGES]
