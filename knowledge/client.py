@@ -71,6 +71,9 @@ class RemoteBackend:
     def status(self) -> JsonObject:
         return self.call("status")
 
+    def status_text(self, params: JsonObject) -> JsonObject:
+        return self.call("status_text", params)
+
     def docs_for_file(self, params: JsonObject) -> JsonObject:
         return self.call("docs_for_file", params)
 

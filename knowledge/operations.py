@@ -15,6 +15,7 @@ from .request import (
     ReindexRequest,
     SearchRequest,
     SourceRequest,
+    StatusTextRequest,
 )
 
 
@@ -70,6 +71,7 @@ OPERATIONS = (
         "Bring the index up to date with the files: changes only, or a full rebuild with full=true (slow).",
         writes=True,
     ),
+    Operation("status_text", "POST", "/v1/status-text", StatusTextRequest),
     Operation("llms_txt", "GET", "/v1/llms-txt"),
 )  # fmt: skip
 BY_NAME = {operation.name: operation for operation in OPERATIONS}

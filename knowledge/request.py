@@ -193,6 +193,16 @@ class DocsForRequest:
 
 
 @dataclass(frozen=True, slots=True)
+class StatusTextRequest:
+    """`knowledge status` as printed, rendered where the answer is made (as `search`'s text is)."""
+
+    verbose: bool = _option(False, "Also list every redacted secret (file, line, kind).", mcp=False)
+
+    def __post_init__(self) -> None:
+        _validate(self)
+
+
+@dataclass(frozen=True, slots=True)
 class ReindexRequest:
     """Bring the index up to date with the files."""
 
@@ -205,7 +215,14 @@ class ReindexRequest:
 
 Request = SearchRequest | LocateRequest
 AnyRequest = typing.TypeVar(
-    "AnyRequest", SearchRequest, LocateRequest, SourceRequest, DocsForFileRequest, DocsForRequest, ReindexRequest
+    "AnyRequest",
+    SearchRequest,
+    LocateRequest,
+    SourceRequest,
+    DocsForFileRequest,
+    DocsForRequest,
+    StatusTextRequest,
+    ReindexRequest,
 )
 Declared = (
     type[SearchRequest]
@@ -213,6 +230,7 @@ Declared = (
     | type[SourceRequest]
     | type[DocsForFileRequest]
     | type[DocsForRequest]
+    | type[StatusTextRequest]
     | type[ReindexRequest]
 )
 

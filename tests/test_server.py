@@ -167,7 +167,7 @@ def test_every_declared_operation_has_its_route_on_the_server(server):
     from knowledge.operations import OPERATIONS
 
     bodies = {"source": {"path": "docs/hooks.md"}, "docs_for_file": {"path": "docs/hooks.md"}}
-    bodies |= {"docs_for": {"target": "docs/hooks.md"}, "reindex": {}}
+    bodies |= {"docs_for": {"target": "docs/hooks.md"}, "reindex": {}, "status_text": {"verbose": True}}
     for operation in OPERATIONS:
         body = bodies.get(operation.name, {"query": "hooks"}) if operation.method == "POST" else None
         assert call(server, operation.route, body)[0] == 200, operation
@@ -323,3 +323,13 @@ def test_the_daemon_is_looked_for_once_a_process_unless_asked_afresh(tmp_path, m
     assert looks == [tmp_path.resolve()]
     assert resolve.daemon_answer(tmp_path, "status", fresh=True) is None
     assert len(looks) == 2
+
+
+def test_every_operation_has_its_row_in_the_server_docs():
+    from pathlib import Path
+
+    from knowledge.operations import OPERATIONS
+
+    documented = (Path(__file__).resolve().parent.parent / "docs" / "server.md").read_text()
+    for operation in OPERATIONS:
+        assert f"`{operation.method} {operation.route}" in documented, operation.route

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from ..render import report_summary, status_from_dict, status_to_text
+from ..render import report_summary
 from ..request import Option, Request, SearchRequest
 from ..request import request_options as search_request_options
 from .context import ask, emit, open_kb
@@ -120,7 +120,10 @@ def status_command(ctx: click.Context, as_json: bool, verbose: bool) -> None:
     knowledge status --json
     knowledge status --verbose
     """
-    data = ask(ctx, "status", kb=lambda: open_kb(ctx))
-    emit(data, as_json, lambda: status_to_text(status_from_dict(data), verbose))
+    if as_json:
+        data = ask(ctx, "status", kb=lambda: open_kb(ctx))
+    else:  # the text is rendered where the answer is made
+        data = ask(ctx, "status_text", {"verbose": verbose}, kb=lambda: open_kb(ctx))
+    emit(data, as_json, lambda: data["text"])
     if not data.get("exists"):
         ctx.exit(EXIT_PROBLEMS)  # no index: a script checking `knowledge status` must not go on as if there were

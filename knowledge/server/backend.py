@@ -22,6 +22,7 @@ from ..render import (
     search_to_dict,
     source_to_dict,
     status_to_dict,
+    status_to_text,
 )
 from ..render.locate import locate_to_dict, locate_to_text, located_text
 from ..request import (
@@ -31,6 +32,7 @@ from ..request import (
     ReindexRequest,
     SearchRequest,
     SourceRequest,
+    StatusTextRequest,
     from_params,
 )
 
@@ -52,6 +54,8 @@ class Backend(Protocol):
     def source(self, params: JsonObject) -> JsonObject: ...
 
     def status(self) -> JsonObject: ...
+
+    def status_text(self, params: JsonObject) -> JsonObject: ...
 
     def docs_for_file(self, params: JsonObject) -> JsonObject: ...
 
@@ -108,6 +112,12 @@ class LocalBackend:
 
     def status(self) -> JsonObject:
         return status_to_dict(self.kb.status())
+
+    def status_text(self, params: JsonObject) -> JsonObject:
+        """What `knowledge status` prints, rendered here (no trip through its JSON form), and whether an index
+        exists (the command's exit status)."""
+        report = self.kb.status()
+        return {"text": status_to_text(report, from_params(StatusTextRequest, params).verbose), "exists": report.exists}
 
     def docs_for_file(self, params: JsonObject) -> JsonObject:
         return hits_to_dict(self.kb.docs_for_file(from_params(DocsForFileRequest, params).path))
