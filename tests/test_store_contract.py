@@ -7,6 +7,7 @@ are skipped with the reason (never passed silently).
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import replace
 
 import numpy as np
@@ -340,8 +341,11 @@ def test_the_search_side_is_all_search_asks_of_a_store():
 
     from knowledge.store import SearchSide
 
-    members = [m for m in vars(SearchSide) if not m.startswith("_")] + list(SearchSide.__annotations__)
-    assert len(set(members)) <= 10, sorted(set(members))
+    members = {m for m in vars(SearchSide) if not m.startswith("_")} | set(SearchSide.__annotations__)
+    assert len(members) <= 10, sorted(members)
+    architecture = (Path(__file__).resolve().parent.parent / "docs" / "architecture.md").read_text()
+    listed = re.search(r"\(ten members: ([^)]*)\)", " ".join(architecture.split())).group(1)
+    assert set(re.findall(r"`(\w+)`", listed)) == members  # the docs name exactly these
     package = Path(__file__).resolve().parent.parent / "knowledge"
     searching = ["retrieval", "search", "grep", "locate", "locate_answer", "serving", "answer", "members", "pieces"]
     for name in searching:
