@@ -22,7 +22,7 @@ from .errors import IndexNotFoundError, KnowledgeError
 from .fs import make_dirs, open_append, write_file
 from .git import commit_exists, repo_root
 from .path_gate import generated_file
-from .records import INDEX_DIR_NAME, IndexReport
+from .records import INDEX_DIR_NAME, IndexReport, Progress
 from .snapshot import SnapshotInfo, export_index, import_index, read_manifest, write_origin
 
 __all__ = ["CLIENTS", "MODEL_VARIANTS", "SCOPES", "Change"]
@@ -264,6 +264,19 @@ def export_snapshot(kb: KnowledgeBase, dest: Path) -> SnapshotInfo:
             raise KnowledgeError("the index records no commit (a folder outside git): no clone could catch up from it")
         manifest = store.manifest
         return export_index(kb.root, dest, commit, manifest.model_id, manifest.model_fingerprint)
+
+
+def import_snapshot_from(
+    kb: KnowledgeBase, url: str, progress: Callable[[Progress], None] | None = None
+) -> tuple[SnapshotInfo, IndexReport]:
+    """The snapshot at `url` fetched into `.knowledge/` (snapshot_fetch.py), imported, and the fetched file removed."""
+    from .snapshot_fetch import fetch_snapshot
+
+    fetched = fetch_snapshot(kb.root, url, progress)
+    try:
+        return import_snapshot(kb, fetched)
+    finally:
+        fetched.unlink(missing_ok=True)
 
 
 def import_snapshot(kb: KnowledgeBase, path: Path) -> tuple[SnapshotInfo, IndexReport]:

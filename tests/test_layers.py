@@ -50,6 +50,7 @@ LAYERS = {
         "knowledge.chunking",
         "knowledge.path_gate",
         "knowledge.history",
+        "knowledge.snapshot_fetch",
     ),
     "leaves": (
         "knowledge.fs",
@@ -124,6 +125,7 @@ SIDEWAYS = {
     ("knowledge.path_gate", "knowledge.git"): "the read gate asks git whether a path is ignored",
     ("knowledge.history", "knowledge.git"): "the commits' messages and files, read from git",
     ("knowledge.store", "knowledge.git"): "a shared store keys an index by repository identity and branch",
+    ("knowledge.snapshot_fetch", "knowledge.store"): "a fetched snapshot lands in the index's own folder",
     # leaves
     ("knowledge.config", "knowledge.fs"): "the user config file is read and written privately",
     ("knowledge.config", "knowledge.patterns"): "settings' globs and regexes are checked as they will run",

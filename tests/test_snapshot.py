@@ -136,3 +136,49 @@ def test_the_manifest_describes_every_file(exported):
             assert hashlib.sha256(data).hexdigest() == described["sha256"]
     assert {"docs.sqlite", "code.sqlite", "history.sqlite"} <= set(manifest["files"])
     assert len(manifest["commit"]) == 40
+
+
+@pytest.fixture
+def served(exported):
+    """The exported snapshot served over HTTP on 127.0.0.1 (a CI artifact store), with a 404 beside it."""
+    import functools
+    import http.server
+    import threading
+
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+    source, snapshot, clone = exported
+    handler = functools.partial(Quiet, directory=str(snapshot.parent))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield source, f"http://127.0.0.1:{server.server_address[1]}/{snapshot.name}", clone
+    server.shutdown()
+    server.server_close()
+
+
+def test_an_index_fetched_with_from_url_answers_as_the_exporting_clone_and_leaves_no_file(served):
+    source, url, clone = served
+    said = run(clone, "import", "--from", url, "--quiet").stdout
+    assert "imported the index of" in said
+    assert answer(clone) == answer(source)
+    assert not list((clone / ".knowledge").glob("*.part"))
+
+
+def test_a_url_that_cannot_be_fetched_is_refused_in_one_line_and_nothing_is_replaced(served):
+    _, url, clone = served
+    run(clone, "import", "--from", url, "--quiet")
+    before = answer(clone)
+    for wrong, said in (
+        (url.replace("index.snapshot", "missing.snapshot"), "the server answered 404"),
+        ("ftp://127.0.0.1/index.snapshot", "only http:// and https://"),
+        ("http://127.0.0.1:1/index.snapshot", "could not be fetched"),
+    ):
+        result = run(clone, "import", "--from", wrong, "--quiet", expect=1)
+        assert said in result.stderr
+        assert wrong in result.stderr
+        assert len(result.stderr.strip().splitlines()) == 1
+    assert answer(clone) == before
+    assert not list((clone / ".knowledge").glob("*.part"))
+    run(clone, "import", expect=2)  # neither a file nor a URL
