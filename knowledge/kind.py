@@ -122,6 +122,8 @@ class KindIndex:
         return self._derived()[1]
 
     def chunk_by_id(self, chunk_id: str) -> Chunk | None:
-        """One chunk by its id, among its file's chunks (an id starts with its path: `path#name`)."""
+        """One chunk by its id, among its file's chunks (an id starts with its path: `path#name`); code from the view
+        the call graph is built on (no store read once it exists)."""
         path = chunk_id.rpartition("#")[0] if "#" in chunk_id else chunk_id
-        return next((c for c in self.searched.chunks_of_path(path) if c.id == chunk_id), None)
+        chunks = self.chunks_in(path) if self.kind == "code" else self.searched.chunks_of_path(path)
+        return next((c for c in chunks if c.id == chunk_id), None)
