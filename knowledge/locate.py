@@ -5,7 +5,7 @@
     name      the issue's code calls or imports a name the file defines (rarer names weigh more)
     message   an error message the issue quotes is written in the file
     words     the issue's words (BM25 over the chunks, read per file)
-    meaning   the static stage's vectors over the title and the salient text
+    meaning   the static stage (its issue side: embedding/static.issue_static) over the title and prose
     history   past commit messages like the issue changed the file (history.py)
 
 Votes are reciprocal ranks within each signal, every signal alike (`LocatePolicy`); tests, docs,
