@@ -18,8 +18,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from knowledge.api.request import SearchRequest
 from knowledge.kb import KnowledgeBase
-from knowledge.request import SearchRequest
 
 WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]{3,}")
 

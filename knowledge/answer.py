@@ -11,11 +11,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from . import drift_notes
+from .api.request import SearchRequest
 from .config import Settings
 from .errors import IndexIncompatibleError
 from .kind import KindIndex
 from .records import SearchResponse
-from .request import SearchRequest
 from .search import resolve_options, search
 from .store import Coverage, Manifest, index_dir
 from .store.asked import record_asked

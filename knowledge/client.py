@@ -47,8 +47,8 @@ class RemoteBackend:
             raise KnowledgeError(f"{self.url}: cannot reach the server ({getattr(exc, 'reason', exc)})") from exc
 
     def call(self, operation: str, params: JsonObject | None = None) -> JsonObject:
-        """One operation of the table (operations.py) at its route."""
-        from .operations import BY_NAME
+        """One operation of the table (api/operations.py) at its route."""
+        from .api.operations import BY_NAME
 
         declared = BY_NAME[operation]
         return self._call(declared.method, declared.route, params if declared.method == "POST" else None)

@@ -8,10 +8,10 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from .api.request import SearchRequest
 from .config import Settings
 from .kind import KindIndex
 from .records import Chunk, Figures, FindabilityReport, Probe
-from .request import SearchRequest
 from .search import resolve_options, search
 
 if TYPE_CHECKING:

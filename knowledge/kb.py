@@ -12,6 +12,7 @@ from pathlib import Path
 
 from . import drift_notes, git, history, serving
 from .answer import answer
+from .api.request import LocateRequest, SearchRequest
 from .chunking import CHUNKER_VERSION
 from .config import MODEL_VARIANTS, Settings, load_settings
 from .corpus import KINDS
@@ -44,7 +45,6 @@ from .records import (
     SourceText,
 )
 from .render.locate import located_json
-from .request import LocateRequest, SearchRequest
 from .status import index_status, no_index_status
 from .store import lock_path
 from .store.engines import Engine, engine_for

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 
 def _warm_options() -> tuple[dict[str, str], dict[str, tuple[str, type]]]:
     """The flags and valued options the warm path parses without click: those SearchRequest marks `warm`."""
-    from .request import request_options
+    from .api.request import request_options
 
     flags, values = {"--json": "json"}, {}
     for name, kind, option in request_options():

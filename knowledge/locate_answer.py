@@ -7,13 +7,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from .answer import Model, query_embedder, static_stage
+from .api.request import LocateRequest
 from .config import Settings
 from .globs import glob_to_regex, matches_any
 from .issue import read_issue
 from .kind import KindIndex
 from .locate import LocatePolicy, Stage, locate
 from .records import LocatedFile, LocateResponse
-from .request import LocateRequest
 
 DEFAULT_K = 10
 History = Callable[[Sequence[str]], list[tuple[str, float, str]]]

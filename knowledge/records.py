@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 # A JSON object as it crosses a frontend (HTTP, MCP, the daemon's socket, the remote client): its values are checked
-# where they are read (request.py, server/backend.py), not by this type.
+# where they are read (api/request.py, server/backend.py), not by this type.
 JsonObject = dict[str, Any]
 
 REDACTION_NOTE = "secret redacted"  # how a redaction is reported (a file's problem line starts with it)

@@ -6,12 +6,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from .api.request import SearchRequest
 from .config import Settings
 from .globs import glob_to_regex, matches_any
 from .ranking import RankingPolicy
 from .ranking import policy as policies
 from .records import Chunk
-from .request import SearchRequest
 
 EXACT_DEFAULT_K = 100  # exact mode lists occurrences, not the best few: the budget still caps what is returned
 

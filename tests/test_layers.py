@@ -61,14 +61,13 @@ LAYERS = {
         "knowledge.budget",
         "knowledge.render",
         "knowledge.callgraph",
-        "knowledge.request",
+        "knowledge.api",
         "knowledge.secrets",
         "knowledge.references",
         "knowledge.globs",
         "knowledge.patterns",
         "knowledge.config_edit",
         "knowledge.quiet",
-        "knowledge.operations",
         "knowledge.issue",
     ),
     "shared": ("knowledge.records", "knowledge.errors", "knowledge.version"),
@@ -77,7 +76,7 @@ ORDER = list(LAYERS)
 
 # What a frontend may reach below the facade: the request it sends, the operation it calls, the rendering of the answer
 # it gets, and the budget that holds what it prints.
-FRONTEND_REACH = {"knowledge.request", "knowledge.render", "knowledge.budget", "knowledge.operations"}
+FRONTEND_REACH = {"knowledge.api", "knowledge.render", "knowledge.budget"}
 
 # Imports across components of one layer, each with its reason. Anything else across a layer is a defect.
 SIDEWAYS = {
@@ -133,8 +132,7 @@ SIDEWAYS = {
     ("knowledge.trusted", "knowledge.fs"): "the user's consent is written privately, through the gate",
     ("knowledge.globs", "knowledge.patterns"): "globs compile to linear-time patterns",
     ("knowledge.secrets", "knowledge.patterns"): "`secret_patterns` run in linear time",
-    ("knowledge.request", "knowledge.patterns"): "request globs are checked as the settings' are",
-    ("knowledge.operations", "knowledge.request"): "each operation's parameters are its request's declaration",
+    ("knowledge.api", "knowledge.patterns"): "request globs are checked as the settings' are",
     ("knowledge.callgraph", "knowledge.quiet"): "callers in tests and examples are listed after the others",
 }
 

@@ -2,9 +2,9 @@
 
 import pytest
 
+from knowledge.api.request import SearchRequest
 from knowledge.errors import KnowledgeError
 from knowledge.kb import KnowledgeBase
-from knowledge.request import SearchRequest
 from knowledge.server.backend import LocalBackend
 
 from .conftest import HashingEmbedder, commit
@@ -75,9 +75,9 @@ def test_one_declaration_makes_every_frontend():
     warm, parsed by the launcher: nothing to add anywhere else."""
     import asyncio
 
+    from knowledge.api.request import request_options
     from knowledge.cli.search import search_command
     from knowledge.launcher import warm_search_params
-    from knowledge.request import request_options
     from knowledge.server.mcp import build_server
 
     class Echo:
@@ -102,8 +102,8 @@ def test_a_text_option_refuses_a_value_that_is_not_text():
     """569400d: a free-text `str` option took any JSON value (a list, an object, a number)."""
     import pytest
 
+    from knowledge.api.request import SearchRequest
     from knowledge.errors import KnowledgeError
-    from knowledge.request import SearchRequest
 
     for bad in ([1, 2], {"a": 1}, 3):
         with pytest.raises(KnowledgeError, match=r"match: expected a string|match: .* is not one of"):
@@ -114,11 +114,11 @@ def test_a_text_option_refuses_a_value_that_is_not_text():
 
 def test_every_operation_reaches_every_frontend_from_its_one_declaration():
     """Each operation's route, daemon/remote dispatch and MCP tool (its parameters, their descriptions, which are
-    required) come from its one row in operations.py and its request's declaration."""
+    required) come from its one row in api/operations.py and its request's declaration."""
     import asyncio
 
-    from knowledge.operations import OPERATIONS
-    from knowledge.request import request_options, required_fields
+    from knowledge.api.operations import OPERATIONS
+    from knowledge.api.request import request_options, required_fields
     from knowledge.server.mcp import build_server
     from knowledge.server.resolve import ROUTES
 
@@ -143,8 +143,8 @@ def test_every_operation_reaches_every_frontend_from_its_one_declaration():
 
 
 def test_a_str_option_refuses_anything_but_a_string_in_every_request():
-    from knowledge.operations import BY_NAME, OPERATIONS
-    from knowledge.request import from_params, request_options, required_fields
+    from knowledge.api.operations import BY_NAME, OPERATIONS
+    from knowledge.api.request import from_params, request_options, required_fields
 
     requests = {operation.request for operation in OPERATIONS if operation.request is not None}
     checked = 0

@@ -2,10 +2,10 @@
 
 import pytest
 
+from knowledge.api.request import SearchRequest
 from knowledge.kb import KnowledgeBase
 from knowledge.ranking import Candidate
 from knowledge.ranking.query import parse
-from knowledge.request import SearchRequest
 from knowledge.search import ChunkCache, cut, group, make_hits, rank, resolve_options, retrieve_all, search
 
 from .conftest import HashingEmbedder, commit

@@ -164,7 +164,7 @@ def test_locate_over_http_and_remote_matches_local(server, repo):
 
 
 def test_every_declared_operation_has_its_route_on_the_server(server):
-    from knowledge.operations import OPERATIONS
+    from knowledge.api.operations import OPERATIONS
 
     bodies = {"source": {"path": "docs/hooks.md"}, "docs_for_file": {"path": "docs/hooks.md"}}
     bodies |= {"docs_for": {"target": "docs/hooks.md"}, "reindex": {}, "status_text": {"verbose": True}}
@@ -328,7 +328,7 @@ def test_the_daemon_is_looked_for_once_a_process_unless_asked_afresh(tmp_path, m
 def test_every_operation_has_its_row_in_the_server_docs():
     from pathlib import Path
 
-    from knowledge.operations import OPERATIONS
+    from knowledge.api.operations import OPERATIONS
 
     documented = (Path(__file__).resolve().parent.parent / "docs" / "server.md").read_text()
     for operation in OPERATIONS:

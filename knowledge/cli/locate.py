@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from ..request import LocateRequest
+from ..api.request import LocateRequest
 from .context import ask, emit, open_kb
 from .search import request_options
 
@@ -49,7 +49,7 @@ def locate_command(
     from_file: Path | None,
     as_json: bool,
     remote: str | None,
-    **asked: Any,  # noqa: ANN401 - the request's own options, declared once in request.py
+    **asked: Any,  # noqa: ANN401 - the request's own options, declared once in api/request.py
 ) -> None:
     """Where to change for an issue or task: the files most likely to need it, best first, each with the evidence
     that put it there (a traceback frame, a named symbol, an error message, the words, the meaning, past commits)

@@ -8,9 +8,9 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from ..api.request import Option, Request, SearchRequest
+from ..api.request import request_options as search_request_options
 from ..render import report_summary
-from ..request import Option, Request, SearchRequest
-from ..request import request_options as search_request_options
 from .context import ask, emit, open_kb
 from .guard import EXIT_PROBLEMS
 from .progress import ProgressPrinter
@@ -33,7 +33,7 @@ def _click_type(kind: type, option: Option) -> Any:  # noqa: ANN401 - a click.Pa
 
 def request_options(command: Callable[..., None], request: type[Request] = SearchRequest) -> Callable[..., None]:
     """The options of `knowledge search` (or `locate`), one per field of its request with command-line flags
-    (request.py)."""
+    (api/request.py)."""
     for name, kind, option in reversed(list(search_request_options(request))):
         for flag, value, help in reversed(option.switches):  # `--regex`: match set to "regex"
             command = click.option(flag, f"{name}_{value}", is_flag=True, help=help)(command)
@@ -70,7 +70,7 @@ def search_command(
     as_json: bool,
     build: bool,
     remote: str | None,
-    **asked: Any,  # noqa: ANN401 - the request's own options, declared once in request.py
+    **asked: Any,  # noqa: ANN401 - the request's own options, declared once in api/request.py
 ) -> None:
     """Find the doc sections and code that answer QUERY, best first, within a token budget.
 

@@ -8,6 +8,16 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING, Protocol
 
+from ..api.request import (
+    DocsForFileRequest,
+    DocsForRequest,
+    LocateRequest,
+    ReindexRequest,
+    SearchRequest,
+    SourceRequest,
+    StatusTextRequest,
+    from_params,
+)
 from ..budget import fit_printed
 from ..errors import KnowledgeError
 from ..kb import KnowledgeBase
@@ -25,16 +35,6 @@ from ..render import (
     status_to_text,
 )
 from ..render.locate import locate_to_dict, locate_to_text, located_text
-from ..request import (
-    DocsForFileRequest,
-    DocsForRequest,
-    LocateRequest,
-    ReindexRequest,
-    SearchRequest,
-    SourceRequest,
-    StatusTextRequest,
-    from_params,
-)
 
 if TYPE_CHECKING:
     from ..records import JsonObject

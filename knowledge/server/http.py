@@ -15,8 +15,8 @@ from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any
 
+from ..api.operations import OPERATIONS
 from ..errors import KnowledgeError, PathOutsideRepositoryError
-from ..operations import OPERATIONS
 from ..render.base import escaped_json
 from .auth import bearer_ok, host_allowed, origin_allowed
 from .backend import Backend
@@ -76,7 +76,7 @@ class KnowledgeHTTPServer(ThreadingHTTPServer):
 
 
 def _routes(backend: Backend) -> dict[tuple[str, str], Callable[[JsonObject], JsonObject]]:
-    """Every operation's route (operations.py), and /llms.txt where agents look for it (served as text)."""
+    """Every operation's route (api/operations.py), and /llms.txt where agents look for it (served as text)."""
     routes: dict[tuple[str, str], Callable[[JsonObject], JsonObject]] = {}
     for operation in OPERATIONS:
         answer = getattr(backend, operation.name)

@@ -11,10 +11,10 @@ import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from ..api.operations import OPERATIONS
+from ..api.request import Declared, request_options, required_fields
 from ..errors import KnowledgeError
-from ..operations import OPERATIONS
 from ..render.base import escaped_json
-from ..request import Declared, request_options, required_fields
 from .backend import Backend
 
 KEYWORD = inspect.Parameter.KEYWORD_ONLY

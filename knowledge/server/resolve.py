@@ -9,13 +9,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..operations import BY_NAME
+from ..api.operations import BY_NAME
 
 if TYPE_CHECKING:
     from ..records import JsonObject
     from .backend import Backend
 
-# operation -> (method, route): the daemon and `knowledge serve` share the HTTP routes (operations.py)
+# operation -> (method, route): the daemon and `knowledge serve` share the HTTP routes (api/operations.py)
 ROUTES = {name: (operation.method, operation.route) for name, operation in BY_NAME.items()}
 ROUTES["shutdown"] = ("POST", "/v1/shutdown")  # the daemon's own
 

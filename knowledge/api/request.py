@@ -14,10 +14,10 @@ from collections.abc import Iterator
 from dataclasses import MISSING, asdict, dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
-from .errors import KnowledgeError
+from ..errors import KnowledgeError
 
 if TYPE_CHECKING:
-    from .records import JsonObject
+    from ..records import JsonObject
 
 KINDS_ASKED = ("all", "docs", "code")
 MATCH_MODES = ("word", "substring", "regex")
@@ -336,7 +336,7 @@ def _checked_list(name: str, values: object) -> tuple[str, ...]:
             if len(value) > MAX_FILTER_CHARS:
                 raise KnowledgeError(f"language: {value[:40]!r}…: at most {MAX_FILTER_CHARS} characters")
         else:
-            from .patterns import glob  # RE2, loaded only when a request has globs (the warm launcher has none)
+            from ..patterns import glob  # RE2, loaded only when a request has globs (the warm launcher has none)
 
             glob(value)  # the settings' limits: a glob RE2 runs in linear time, 200 characters at most
     return typing.cast("tuple[str, ...]", values)

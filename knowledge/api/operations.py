@@ -24,7 +24,7 @@ class Operation:
     name: str  # the Backend method that answers it
     method: str  # GET: no parameters; POST: a JSON object of parameters
     route: str
-    request: Declared | None = None  # its parameters' one declaration (request.py: types, bounds, help); None: none
+    request: Declared | None = None  # its parameters' one declaration (api/request.py: types, bounds, help); None: none
     tool: str = ""  # its MCP tool's name; "": not a tool
     doc: str = ""  # the tool's description
     writes: bool = False  # it changes the index (the tool's annotations say so)
