@@ -5,6 +5,7 @@ each batch is committed (and cached), so an interrupted run resumes where it sto
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import time
 from collections.abc import Callable, Sequence
@@ -102,7 +103,7 @@ class _Tracker:
     chars_done: int = 0  # settled: batches committed
     chars_embedded: int = 0  # of those, what the model embedded (not the cache): the rate's numerator
     chars_in_flight: float = 0.0  # estimated progress inside the batch the model is on
-    started: float = field(default_factory=time.monotonic)
+    started: float = field(default_factory=lambda: time.monotonic())
 
     def rate(self) -> float:
         embedded = self.chars_embedded + self.chars_in_flight
@@ -123,13 +124,15 @@ def _embed_tracked(
     embedder: DocumentEmbedder, texts: list[str], tracker: _Tracker, on_texts: Callable[[int], None]
 ) -> npt.NDArray[np.float32]:
     """Vectors of `texts`, with `on_texts(how many so far)` after each of the model's own batches."""
-    chars_per_text = sum(map(len, texts)) / len(texts)
+    # The model embeds the shortest texts first (onnx_embedder: by token count), so the first n done are the n
+    # shortest: crediting them at the mean length made the early rate too high and the ETA rise as longer ones came.
+    done_chars = [0, *itertools.accumulate(sorted(map(len, texts)))]
     embedded = 0
 
     def within(count: int) -> None:
         nonlocal embedded
         embedded += count
-        tracker.chars_in_flight = embedded * chars_per_text
+        tracker.chars_in_flight = done_chars[min(embedded, len(texts))]
         on_texts(embedded)
 
     try:

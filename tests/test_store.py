@@ -250,3 +250,38 @@ def test_status_counts_what_the_fill_has_embedded_not_only_what_it_committed():
     assert _filled(Coverage(chunks=1000, embedded=0, progress=progress)) == 470
     assert _filled(Coverage(chunks=1200, embedded=300, progress=progress)) == 670  # 200 had vectors before it began
     assert _filled(Coverage(chunks=1000, embedded=512)) == 512  # no fill: what is committed
+
+
+def test_at_a_steady_rate_the_eta_never_rises_across_the_whole_fill(git_repo, monkeypatch):
+    """Status's ETA: the pass's characters left over its cumulative rate, for the whole index (docs then code), so at
+    a steady model speed it only falls; the clock is the embedder's own (no test timing on a loaded machine)."""
+    import itertools
+    from types import SimpleNamespace
+
+    import knowledge.embed_pass as embed_pass
+
+    now = [0.0]  # the fill's own clock only: locks and waits elsewhere keep the real one
+    monkeypatch.setattr(embed_pass, "time", SimpleNamespace(monotonic=lambda: now[0], time=time.time, sleep=time.sleep))
+
+    class Steady(HashingEmbedder):
+        """The real embedder's order (shortest first) at a steady thousand characters a second."""
+
+        def embed_documents(self, texts, on_batch=None):
+            out = super().embed_documents(texts)
+            shortest_first = sorted(texts, key=len)
+            for start in range(0, len(texts), 8):
+                batch = shortest_first[start : start + 8]
+                now[0] += sum(map(len, batch)) / 1000.0
+                if on_batch:
+                    on_batch(len(batch))
+            return out
+
+    docs = {f"docs/page{i}.md": f"---\ndescription: page {i}\n---\n# Page {i}\n\nwords about {i}\n" for i in range(200)}
+    code = {f"src/mod{i}.py": f"def function_{i}(value):\n    return value * {i}\n" for i in range(200)}
+    commit(git_repo, {**docs, **code})
+    seen = []
+    KnowledgeBase.open(git_repo, embedder_factory=lambda s: Steady()).reindex_all(on_progress=seen.append)
+    etas = [p.eta_seconds for p in seen if p.stage.startswith("embedding") and p.eta_seconds is not None]
+    assert len(etas) > 40
+    assert all(later <= earlier + 0.1 for earlier, later in itertools.pairwise(etas)), etas  # 0.1: its rounding
+    assert etas[-1] == 0
