@@ -11,11 +11,16 @@ from typing import TYPE_CHECKING, Any
 from ..records import Chunk
 
 if TYPE_CHECKING:
+    from . import NewChunk
     from .pg_schema import Connection
 
 MAX_POSITION = 16383  # tsvector positions stop here
+# Words are Zipf-distributed: a build stems the same few thousand words millions of times, and the stemmer is pure
+# Python (two thirds of a PostgreSQL build's own time went to it before the memo; docs/benchmarks.md §9)
+STEM_MEMO_WORDS = 500_000
 
 _stemmer_lock = threading.Lock()
+_stem_memo: dict[str, str] = {}
 
 
 @contextmanager
@@ -50,12 +55,36 @@ def tsvector_text(terms: Sequence[str]) -> tuple[str, int]:
 
 def _stem_all(terms: Sequence[str]) -> list[str]:
     """Porter stems as SQLite FTS5's `porter` tokenizer makes them: tokens under 3 or over 64 characters pass as is."""
+    memo = _stem_memo
+    out = []
+    for term in terms:
+        stem = memo.get(term)
+        out.append(_stem_new(term) if stem is None else stem)
+    return out
+
+
+def _stem_new(term: str) -> str:
+    stem = term
     with _porter() as porter:
-        return [porter.stemWord(t) if 3 <= len(t) <= 64 else t for t in terms]
+        if 3 <= len(term) <= 64:
+            stem = porter.stemWord(term)
+        if len(_stem_memo) >= STEM_MEMO_WORDS:
+            _stem_memo.clear()
+        _stem_memo[term] = stem
+    return stem
 
 
 def stems(terms: Sequence[str]) -> list[str]:
     return [stem for stem in dict.fromkeys(_stem_all(terms)) if stem]
+
+
+def words_of(item: NewChunk) -> list[str]:
+    """A new chunk's lexical terms: those the chunker computed, or computed here."""
+    if item.lexical is not None:
+        return item.lexical.split()
+    from ..lexical import chunk_text, terms  # a leaf; imported here to keep the store's import cheap
+
+    return terms(chunk_text(item.chunk))
 
 
 def symbol_key(chunk: Chunk) -> str | None:

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from . import ScoredKey, policy
+from .pg_graphs import has_graph
 from .pg_schema import Connection
 
 if TYPE_CHECKING:
@@ -58,19 +59,33 @@ def nearest(conn: Connection, index_id: int, dims: int, vector: npt.NDArray[np.f
 
 
 def nearest_static(conn: Connection, index_id: int, vector: npt.NDArray[np.float32], k: int) -> list[ScoredKey]:
-    """The `k` chunks of the index closest to `vector` in the static stage's space: an exact scan of the index's own
-    rows (256 numbers a chunk), ordered as the local engine orders them."""
+    """The `k` chunks of the index closest to `vector` in the static stage's space: a walk of the index's own graph
+    where it has one (a large index), else an exact scan of its rows; ordered as the local engine orders them."""
     import numpy as np
 
-    rows = conn.execute(
-        "SELECT key, static <=> %s::vector AS distance FROM knowledge_chunks "
-        "WHERE index_id = %s AND static IS NOT NULL ORDER BY distance LIMIT %s",
-        (np.asarray(vector, dtype=np.float32), index_id, k),
-    ).fetchall()
+    query = np.asarray(vector, dtype=np.float32)
+    if has_graph(conn, index_id):
+        # the index id as a literal: the graph is a partial index on it, which a generic plan's parameter cannot use
+        conn.execute(f"SET LOCAL hnsw.ef_search = {max(40, min(1000, 2 * k))}")
+        rows = conn.execute(static_walk_sql(index_id, int(query.shape[0])), (query, query, k)).fetchall()
+    else:
+        rows = conn.execute(
+            "SELECT key, static <=> %s::vector AS distance FROM knowledge_chunks "
+            "WHERE index_id = %s AND static IS NOT NULL ORDER BY distance LIMIT %s",
+            (query, index_id, k),
+        ).fetchall()
     scored = sorted(
         ((int(key), 1.0 - float(distance)) for key, distance in rows), key=lambda h: (-round(h[1], 6), h[0])
     )
     return [ScoredKey(key, score) for key, score in scored]
+
+
+def static_walk_sql(index_id: int, dims: int) -> str:
+    """The walk of an index's static graph: ordered by the graph's halfvec distance, scored by the exact one."""
+    return (
+        f"SELECT key, static <=> %s::vector AS distance FROM knowledge_chunks WHERE index_id = {int(index_id)} "
+        f"ORDER BY static::halfvec({int(dims)}) <=> %s::halfvec({int(dims)}) LIMIT %s"
+    )
 
 
 def scans_exactly(embedded: int, graph: float) -> bool:

@@ -17,6 +17,7 @@ from .pg_ddl import (
     ACCESS_POLICY,
     BOUND_TABLES,
     GENERATED_COLUMNS,
+    GRAPH_FUNCTIONS,
     INDEX_POLICY,
     SCHEMA_V1,
     SCHEMA_V2,
@@ -25,9 +26,10 @@ from .pg_ddl import (
     SCHEMA_V5,
     SCHEMA_V6,
     SCHEMA_V7,
+    SCHEMA_V8,
 )
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 _MIGRATION_LOCK = 0x4B4E4F57  # advisory lock key held while the schema is created or migrated
 MIGRATION_WAIT_SECONDS = 30.0
 
@@ -176,6 +178,9 @@ def migrate(conn: Connection, wait_seconds: float | None = None) -> int:
             conn.execute(SCHEMA_V6)
         if version < 7:
             conn.execute(SCHEMA_V7)
+        if version < 8:
+            schema = conn.execute("SELECT quote_ident(current_schema())").fetchone()[0]
+            conn.execute(SCHEMA_V8.format(path=f"{schema}, pg_temp"))
         for role in _member_roles(conn):  # a table made by a migration is theirs too, as `teams setup` gave them
             _grant_member_tables(conn, role)
         conn.execute("INSERT INTO knowledge_schema (version) VALUES (%s)", (SCHEMA_VERSION,))
@@ -229,6 +234,8 @@ def _grant_member_tables(conn: Connection, role: str) -> None:
     conn.execute(
         sql.SQL("GRANT USAGE ON SEQUENCE knowledge_indexes_id_seq, knowledge_chunks_key_seq TO {}").format(name)
     )
+    for function in GRAPH_FUNCTIONS:  # they check what the caller may see themselves
+        conn.execute(sql.SQL("GRANT EXECUTE ON FUNCTION {} TO {}").format(sql.SQL(function), name))
 
 
 def _columns(conn: Connection, table: str) -> list[str]:

@@ -8,13 +8,16 @@ from collections.abc import Sequence
 from .pg_schema import Connection
 
 
-def take_cached(conn: Connection, index_id: int, repository: str, fingerprint: str, dims: int) -> None:
-    """Chunks of the index still without an embedding take the cached one of their content, where there is one."""
+def take_cached(conn: Connection, index_id: int, repository: str, fingerprint: str, dims: int, after_key: int) -> None:
+    """Chunks just added (keys past `after_key`) take the cached embedding of their content, where there is one.
+
+    Only the new rows: older rows waiting for theirs are the fill's, and looking at all of them on every write read
+    every pending row of a first build each time (a million chunks, 1,562 writes)."""
     conn.execute(
         "UPDATE knowledge_chunks c SET embedding = v.embedding, dims = %s, embed_text = NULL "
-        "FROM knowledge_vectors v WHERE c.index_id = %s AND c.embedding IS NULL "
+        "FROM knowledge_vectors v WHERE c.index_id = %s AND c.key > %s AND c.embedding IS NULL "
         "AND v.repository = %s AND v.fingerprint = %s AND v.content_hash = c.content_hash",
-        (dims, index_id, repository, fingerprint),
+        (dims, index_id, after_key, repository, fingerprint),
     )
 
 

@@ -33,12 +33,13 @@ from . import (
     ScoredKey,
     StoreSummary,
     chunk_from_dict,
-    chunk_to_json,
     recent_first,
 )
-from .pg_lexemes import add_terms, forget_terms, stems, symbol_key, tsvector_text
+from .pg_graphs import ensure_static_graph, tidy_static_graphs
+from .pg_lexemes import add_terms, forget_terms, stems
 from .pg_locks import publish_live, take_lock
 from .pg_queries import bm25, nearest, nearest_static, vector_array
+from .pg_rows import COUNTED, Counts, chunk_row
 from .pg_schema import (
     Connection,
     IndexTarget,
@@ -107,10 +108,13 @@ class PostgresStore:
 
     def publish(self) -> None:
         """Make this index the live one of its repository, branch and kind, in one transaction."""
+        with self._lock:  # a first build's loaded rows get their graph here, before anyone waits on it
+            ensure_static_graph(self._conn, self.index_id)
         if not self._building:
             return
         with self._lock:
             publish_live(self._conn, self.target, self.index_id)
+            tidy_static_graphs(self._conn)  # the replaced index's graph
         self._conn.execute("SELECT pg_advisory_unlock(%s::int, %s::int)", building_pair(self.lock_key))
         self._building = False
 
@@ -276,44 +280,17 @@ class PostgresStore:
             yield self._conn
 
     def apply(self, change: Change) -> None:
-        import numpy as np
-
-        from ..lexical import chunk_text, terms  # a leaf; imported here to keep the store's import cheap
-
         dims = int(self.manifest.dims)
         repository = self.target.repository
         with self._writing() as conn:
+            counts = Counts()
             if change.remove_paths:
                 paths = sorted(change.remove_paths)
+                counts.subtract(conn.execute(COUNTED + "path = ANY(%s)", (self.index_id, paths)).fetchone())
                 forget_terms(conn, self.index_id, paths)
                 for table in ("knowledge_chunks", "knowledge_files", "knowledge_problems"):
                     conn.execute(f"DELETE FROM {table} WHERE index_id = %s AND path = ANY(%s)", (self.index_id, paths))
-            rows = []
-            for item in change.chunks:
-                chunk = item.chunk
-                words = item.lexical.split() if item.lexical is not None else terms(chunk_text(chunk))
-                lex, length = tsvector_text(words)
-                vector = None if item.vector is None else np.asarray(item.vector, dtype=np.float32)
-                static = None if item.static is None else np.asarray(item.static, dtype=np.float32)
-                rows.append(
-                    (
-                        self.index_id,
-                        repository,
-                        chunk.id,
-                        chunk.path,
-                        chunk.content_hash,
-                        chunk_to_json(chunk),
-                        None if vector is not None else chunk.embed_text,
-                        len(chunk.embed_text),
-                        symbol_key(chunk),
-                        " ".join(words),
-                        lex,
-                        length,
-                        dims if vector is not None else None,
-                        vector,
-                        static,
-                    )
-                )
+            rows = [chunk_row(self.index_id, repository, item, dims) for item in change.chunks]
             if rows:
                 before = conn.execute("SELECT coalesce(max(key), 0) FROM knowledge_chunks").fetchone()[0]
                 with conn.cursor() as cursor:
@@ -324,9 +301,10 @@ class PostgresStore:
                         rows,
                     )
                 add_terms(conn, self.index_id, repository, before)
-                take_cached(conn, self.index_id, repository, self.manifest.fingerprint, dims)
+                take_cached(conn, self.index_id, repository, self.manifest.fingerprint, dims, before)
+                counts.add(conn.execute(COUNTED + "key > %s", (self.index_id, before)).fetchone())
                 remember(
-                    conn, [(repository, self.manifest.fingerprint, r[4], r[13]) for r in rows if r[13] is not None]
+                    conn, [(repository, self.manifest.fingerprint, str(r[4]), r[13]) for r in rows if r[13] is not None]
                 )
             if change.files:
                 with conn.cursor() as cursor:
@@ -342,17 +320,18 @@ class PostgresStore:
                         "INSERT INTO knowledge_problems (index_id, repository, path, problem) VALUES (%s, %s, %s, %s)",
                         [(self.index_id, repository, p.path, p.problem) for p in change.problems],
                     )
+            # the index's counts move by what this change removed and added: recounting every row of the index on
+            # every write made a first build quadratic (a million chunks: 1,562 writes, each reading the index)
             conn.execute(
-                "UPDATE knowledge_indexes i SET chunks_version = %s, updated_at = now(), "
-                "doc_count = s.n, embedded_count = s.e, total_len = s.l, static_count = s.st, static_waiting = s.sw"
+                "UPDATE knowledge_indexes SET chunks_version = %s, updated_at = now(), doc_count = doc_count + %s, "
+                "embedded_count = embedded_count + %s, total_len = total_len + %s, static_count = static_count + %s, "
+                "static_waiting = static_waiting + %s"
                 + (", commit = %s" if change.set_commit else "")
-                + " FROM (SELECT count(*) AS n, count(embedding) AS e, coalesce(sum(lex_len), 0) AS l, "
-                "count(static) AS st, count(static) FILTER (WHERE embedding IS NULL) AS sw "
-                "FROM knowledge_chunks WHERE index_id = %s) s WHERE i.id = %s",
+                + " WHERE id = %s",
                 (
                     f"{time.time_ns()}",
+                    *counts.values(),
                     *((change.commit or "",) if change.set_commit else ()),
-                    self.index_id,
                     self.index_id,
                 ),
             )
