@@ -92,21 +92,21 @@ def test_the_hook_path_keeps_a_branch_index_fresh(origin, tmp_path, monkeypatch,
     assert "docs/hooks.md" not in paths
     assert kb.status().commit_relation == "at HEAD"
     with psycopg.connect(postgres_url, autocommit=True) as admin:
-        assert_postings_are_the_tsvectors(admin)  # added, renamed and removed files' postings followed them
+        assert_terms_are_the_tsvectors(admin)  # added, renamed and removed files' term counts followed them
 
 
-def assert_postings_are_the_tsvectors(conn) -> None:
-    """The postings hold exactly one row per (chunk, lexeme) of the chunks' tsvectors, with its count and length."""
+def assert_terms_are_the_tsvectors(conn) -> None:
+    """Each index's document frequencies are exactly those of its chunks' tsvectors."""
     derived = (
-        "SELECT c.index_id, u.lexeme, c.key, coalesce(array_length(u.positions, 1), 1)::real, c.lex_len "
-        "FROM knowledge_chunks c, unnest(c.lex) AS u"
+        "SELECT c.index_id, u.lexeme, count(*)::integer FROM knowledge_chunks c, "
+        "unnest(tsvector_to_array(c.lex)) AS u(lexeme) GROUP BY 1, 2"
     )
-    stored = "SELECT index_id, lexeme, key, tf, lex_len FROM knowledge_postings"
+    stored = "SELECT index_id, lexeme, df FROM knowledge_terms WHERE df > 0"
     differing = conn.execute(
         f"SELECT count(*) FROM (({derived} EXCEPT {stored}) UNION ALL ({stored} EXCEPT {derived})) d"
     )
     assert differing.fetchone()[0] == 0
-    assert conn.execute("SELECT count(*) FROM knowledge_postings").fetchone()[0] > 0
+    assert conn.execute("SELECT count(*) FROM knowledge_terms").fetchone()[0] > 0
 
 
 def team_roles(url: str, group: str = "members") -> tuple[str, str, str]:
@@ -196,10 +196,8 @@ def test_team_roles_set_up_as_docs_teams_md_says_index_search_and_cannot_touch_a
             row[0]
             for row in admin_rows(postgres_url, "SELECT id FROM knowledge_indexes WHERE repository = %s", repository)
         ]
-        seen = conn.execute("SELECT count(*) FROM knowledge_postings WHERE index_id = ANY(%s)", (index_ids,))
-        assert seen.fetchone()[0] == 0
-        with pytest.raises(psycopg.errors.InsufficientPrivilege):
-            conn.execute("INSERT INTO knowledge_postings VALUES (%s, 'hook', 1, 1, 1)", (index_ids[0],))
+        with pytest.raises(psycopg.errors.InsufficientPrivilege, match="not one this role may see"):
+            conn.execute("SELECT count(*) FROM knowledge_postings(%s, 'hook'::tsquery, ARRAY['hook'])", (index_ids[0],))
         # rows planted into A's live index under a label no grant claims: refused by row-level security before
         # any unique check answers, so the error is the same for a word or path A has and one it has not
         unclaimed = "nobody-" + suffix
@@ -229,14 +227,18 @@ def test_team_roles_set_up_as_docs_teams_md_says_index_search_and_cannot_touch_a
         assert conn.execute("DELETE FROM knowledge_chunks WHERE repository = %s", (repository,)).rowcount == 0
     with psycopg.connect(as_role(postgres_url, team_a), autocommit=True) as conn:
         assert conn.execute("SELECT count(*) FROM knowledge_vectors WHERE repository = %s", (repository,)).fetchone()[0]
-        # row-level security keeps the postings' b-tree for the lexical search (`=` is leakproof; `@@` on a GIN
-        # index was not, and a team role's search read every chunk of its index)
-        conn.execute("SET enable_seqscan = off")
-        plan = conn.execute(
-            "EXPLAIN SELECT key FROM knowledge_postings WHERE index_id = %s AND lexeme = ANY(%s)",
-            (index_ids[0], ["hook", "instal"]),
-        ).fetchall()
-        assert "Index Only Scan using knowledge_postings_pkey" in "\n".join(row[0] for row in plan)
+        # the postings of A's own index, read through the owner's function (row-level security would keep a team
+        # role's `@@` off the GIN index: it is not leakproof), and as the owner the GIN index finds them
+        found = conn.execute(
+            "SELECT count(*) FROM unnest(%s::bigint[]) AS i(id), "
+            "knowledge_postings(i.id, 'hook'::tsquery, ARRAY['hook'])",
+            (index_ids,),
+        )
+        assert found.fetchone()[0] > 0
+    with psycopg.connect(postgres_url, autocommit=True) as admin:
+        admin.execute("SET enable_seqscan = off")
+        plan = admin.execute("EXPLAIN SELECT key FROM knowledge_chunks WHERE lex @@ 'hook'::tsquery").fetchall()
+        assert "knowledge_chunks_lex" in "\n".join(row[0] for row in plan)
     monkeypatch.setenv("KNOWLEDGE_STORE", as_role(postgres_url, team_a))
     again = KnowledgeBase.open(clone_a, embedder_factory=lambda s: HashingEmbedder())
     assert again.search("install the hooks", threshold=0).results[0].path == "docs/hooks.md"
@@ -257,8 +259,6 @@ def test_a_member_role_keeps_its_rights_on_tables_a_migration_adds(origin, tmp_p
     code, out = run_cli(origin, {"KNOWLEDGE_STORE": postgres_url}, "teams", "setup", "--role", members, "--dims", "64")
     assert code == 0, out
     with psycopg.connect(postgres_url, autocommit=True) as admin:  # the store as schema 3 left it
-        admin.execute("DROP TABLE knowledge_postings")
-        admin.execute("CREATE INDEX knowledge_chunks_lex ON knowledge_chunks USING gin (lex)")
         admin.execute("UPDATE knowledge_schema SET version = 3")
     connect(postgres_url).close()  # the owner's next connection migrates
     assert run_cli(origin, {"KNOWLEDGE_STORE": postgres_url}, "teams", "grant", team)[0] == 0
@@ -376,10 +376,8 @@ def test_the_schema_is_versioned_and_migrates(origin, tmp_path, monkeypatch, pos
     before = [h.id for h in kb.search("token budget", threshold=0).results]
     with psycopg.connect(postgres_url, autocommit=True) as admin:
         assert admin.execute("SELECT version FROM knowledge_schema").fetchall() == [(SCHEMA_VERSION,)]
-        # the database as version 1 left it: no term statistics, no embedded count, a cache shared by all, no
-        # postings (a GIN index over the tsvectors instead)
-        admin.execute("DROP TABLE knowledge_postings")
-        admin.execute("CREATE INDEX knowledge_chunks_lex ON knowledge_chunks USING gin (lex)")
+        # the database as version 1 left it: no term statistics, no embedded count, a cache shared by all, a GIN
+        # index over the tsvectors (versions 4 to 8 read postings instead; 9 came back to it)
         admin.execute("DROP TABLE knowledge_terms")
         admin.execute("ALTER TABLE knowledge_indexes DROP COLUMN embedded_count")
         admin.execute("ALTER TABLE knowledge_indexes DROP COLUMN static_count, DROP COLUMN static_waiting")
@@ -395,8 +393,9 @@ def test_the_schema_is_versioned_and_migrates(origin, tmp_path, monkeypatch, pos
     with psycopg.connect(postgres_url, autocommit=True) as admin:
         assert admin.execute("SELECT max(version) FROM knowledge_schema").fetchone() == (SCHEMA_VERSION,)
         assert admin.execute("SELECT count(*) FROM knowledge_terms").fetchone()[0] > 0
-        assert admin.execute("SELECT to_regclass('knowledge_chunks_lex')").fetchone() == (None,)
-        assert_postings_are_the_tsvectors(admin)
+        assert admin.execute("SELECT to_regclass('knowledge_postings')").fetchone() == (None,)
+        assert admin.execute("SELECT to_regclass('knowledge_chunks_lex')").fetchone() != (None,)
+        assert_terms_are_the_tsvectors(admin)
         cached = admin.execute("SELECT count(DISTINCT repository) FROM knowledge_vectors").fetchone()[0]
         assert cached == 1  # the cache rebuilt from the chunks, per repository
         counts = admin.execute("SELECT doc_count, embedded_count FROM knowledge_indexes WHERE live").fetchall()

@@ -134,11 +134,9 @@ GENERATED_COLUMNS = {"knowledge_indexes": ("id", "lock_key"), "knowledge_chunks"
 # path is the tables' schema, then pg_temp (last: a caller's temporary table must never stand in for ours).
 STATIC_GRAPH_PREFIX = "knowledge_static_graph_"
 SCHEMA_V8 = """
-CREATE OR REPLACE FUNCTION knowledge_static_graph(target bigint, dims integer, memory_mb integer) RETURNS boolean
-LANGUAGE plpgsql SECURITY DEFINER SET search_path = {path} AS $$
-DECLARE
-    name text := 'knowledge_static_graph_' || target;
-BEGIN
+CREATE OR REPLACE FUNCTION knowledge_check_visible(target bigint) RETURNS void
+LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = {path} AS $$
+BEGIN  -- the rule of ACCESS_POLICY, for the caller's login: these functions run as the owner, whom no policy binds
     IF NOT EXISTS (
         SELECT 1 FROM knowledge_indexes i WHERE i.id = target AND (
             EXISTS (SELECT 1 FROM knowledge_grants g WHERE g.repository = i.repository
@@ -148,6 +146,14 @@ BEGIN
         RAISE EXCEPTION 'knowledge index % is not one this role may see', target
             USING ERRCODE = 'insufficient_privilege';
     END IF;
+END $$;
+REVOKE ALL ON FUNCTION knowledge_check_visible(bigint) FROM PUBLIC;
+CREATE OR REPLACE FUNCTION knowledge_static_graph(target bigint, dims integer, memory_mb integer) RETURNS boolean
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = {path} AS $$
+DECLARE
+    name text := 'knowledge_static_graph_' || target;
+BEGIN
+    PERFORM knowledge_check_visible(target);
     IF dims NOT BETWEEN 1 AND 4000 OR to_regclass(name) IS NOT NULL THEN
         RETURN false;
     END IF;
@@ -181,4 +187,31 @@ END $$;
 REVOKE ALL ON FUNCTION knowledge_static_graph(bigint, integer, integer) FROM PUBLIC;
 REVOKE ALL ON FUNCTION knowledge_static_graphs_tidy() FROM PUBLIC;
 """
-GRAPH_FUNCTIONS = ("knowledge_static_graph(bigint, integer, integer)", "knowledge_static_graphs_tidy()")
+# Version 9: the lexical side in PostgreSQL's own form: a GIN index over the chunks' tsvectors (compressed posting
+# lists, kept current by its pending list) replaces the postings table, whose b-tree of one row per (chunk, term) was
+# most of a large store (52 million rows, 7.6 GB at a million chunks) and most of its build. Row-level security keeps
+# a team role off a GIN index (`@@` is not leakproof), so the postings of a search's terms are read through this
+# function, which runs as the owner for an index the caller's login may see, and answers that index's rows only.
+SCHEMA_V9 = """
+CREATE INDEX IF NOT EXISTS knowledge_chunks_lex ON knowledge_chunks USING gin (lex);
+DROP TABLE IF EXISTS knowledge_postings;
+CREATE OR REPLACE FUNCTION knowledge_postings(target bigint, candidates tsquery, lexemes text[])
+RETURNS TABLE (key bigint, lexeme text, tf real, lex_len integer)
+LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = {path} AS $$
+BEGIN
+    PERFORM knowledge_check_visible(target);
+    -- dynamic, so each search is planned with its own terms (a cached generic plan cannot weigh them)
+    RETURN QUERY EXECUTE
+        'SELECT c.key, u.lexeme, coalesce(array_length(u.positions, 1), 1)::real, c.lex_len '
+        'FROM knowledge_chunks c, unnest(c.lex) AS u '
+        'WHERE c.index_id = $1 AND c.lex @@ $2 AND u.lexeme = ANY($3)'
+        USING target, candidates, lexemes;
+END $$;
+REVOKE ALL ON FUNCTION knowledge_postings(bigint, tsquery, text[]) FROM PUBLIC;
+"""
+# what a member role may call (each checks what the caller may see itself)
+MEMBER_FUNCTIONS = (
+    "knowledge_static_graph(bigint, integer, integer)",
+    "knowledge_static_graphs_tidy()",
+    "knowledge_postings(bigint, tsquery, text[])",
+)

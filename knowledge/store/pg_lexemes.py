@@ -93,7 +93,7 @@ def symbol_key(chunk: Chunk) -> str | None:
 
 
 def forget_terms(conn: Connection, index_id: int, paths: list[str]) -> None:
-    """Take the chunks of `paths` out of the index's document frequencies and postings (before they are deleted)."""
+    """Take the chunks of `paths` out of the index's document frequencies (before they are deleted)."""
     conn.execute(
         "WITH gone AS (SELECT u.lexeme, count(*) AS n FROM knowledge_chunks c, "
         "unnest(tsvector_to_array(c.lex)) AS u(lexeme) WHERE c.index_id = %s AND c.path = ANY(%s) "
@@ -102,16 +102,10 @@ def forget_terms(conn: Connection, index_id: int, paths: list[str]) -> None:
         "WHERE t.index_id = %s AND t.lexeme = gone.lexeme",
         (index_id, paths, index_id),
     )
-    conn.execute(
-        "DELETE FROM knowledge_postings p USING knowledge_chunks c, unnest(tsvector_to_array(c.lex)) "
-        "AS u(lexeme) WHERE c.index_id = %s AND c.path = ANY(%s) "
-        "AND p.index_id = c.index_id AND p.lexeme = u.lexeme AND p.key = c.key",
-        (index_id, paths),
-    )
 
 
 def add_terms(conn: Connection, index_id: int, repository: str, after_key: int) -> None:
-    """Count the chunks inserted past `after_key` into the index's document frequencies, and post their terms."""
+    """Count the chunks inserted past `after_key` into the index's document frequencies."""
     conn.execute(
         "INSERT INTO knowledge_terms (index_id, repository, lexeme, df) "
         "SELECT %s, %s, u.lexeme, count(*) FROM knowledge_chunks c, "
@@ -119,10 +113,4 @@ def add_terms(conn: Connection, index_id: int, repository: str, after_key: int) 
         "GROUP BY u.lexeme ON CONFLICT (index_id, lexeme) "
         "DO UPDATE SET df = knowledge_terms.df + excluded.df",
         (index_id, repository, index_id, after_key),
-    )
-    conn.execute(
-        "INSERT INTO knowledge_postings (index_id, lexeme, key, tf, lex_len) "
-        "SELECT c.index_id, u.lexeme, c.key, coalesce(array_length(u.positions, 1), 1), c.lex_len "
-        "FROM knowledge_chunks c, unnest(c.lex) AS u WHERE c.index_id = %s AND c.key > %s",
-        (index_id, after_key),
     )

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import ScoredKey, policy
 from .pg_graphs import has_graph
+from .pg_lexemes import lexeme_literal
 from .pg_schema import Connection
 
 if TYPE_CHECKING:
@@ -96,8 +97,8 @@ def scans_exactly(embedded: int, graph: float) -> bool:
 
 
 def bm25(conn: Connection, index_id: int, stems: Sequence[str], k: int) -> list[ScoredKey]:
-    """The `k` chunks of the index with the highest BM25 score for the stemmed query terms, read from the postings
-    (an index-only scan of the b-tree: only leakproof `=` conditions, so row-level security keeps it)."""
+    """The `k` chunks of the index with the highest BM25 score for the stemmed query terms, read from the chunks'
+    tsvectors through the GIN index (schema 9's `knowledge_postings`, which keeps the caller to indexes it may see)."""
     if not stems:
         return []
     rows = conn.execute(
@@ -112,29 +113,22 @@ def bm25(conn: Connection, index_id: int, stems: Sequence[str], k: int) -> list[
     idf = {lexeme: policy.idf(n, df) for lexeme, df in frequencies.items()}
     by_rarity = sorted(frequencies, key=lambda lexeme: frequencies[lexeme])
     chosen = _candidate_terms(by_rarity, frequencies, n) if n >= PRUNE_FROM_CHUNKS else by_rarity
-    # every query term counts towards a candidate's score; only the chosen terms' chunks are candidates (an array of
-    # keys, so the planner cannot pick a nested loop of one probe per candidate and term on a wrong row estimate).
-    # Terms are summed in one order, so chunks of the same text tie exactly and their order is by key: summed in scan
-    # order they differed in the last bit, and 19% of a top 10 at 100k chunks changed with the candidate budget.
-    candidates = (
-        ""
-        if len(chosen) == len(idf)
-        else "AND p.key = ANY(ARRAY(SELECT DISTINCT q.key FROM knowledge_postings q "
-        "WHERE q.index_id = %(index)s AND q.lexeme = ANY(%(chosen)s::text[])))"
-    )
+    # every query term counts towards a candidate's score; only chunks holding a chosen term are candidates (the
+    # GIN index finds them). Terms are summed in one order, so chunks of the same text tie exactly and their order is
+    # by key: summed in scan order they differed in the last bit, and 19% of a top 10 at 100k chunks changed with
+    # the candidate budget.
     scored = conn.execute(
-        f"""
+        """
         SELECT p.key, sum((%(idf)s::float8[])[array_position(%(lexemes)s::text[], p.lexeme)] * (p.tf * (%(k1)s + 1))
                           / (p.tf + %(k1)s * (1 - %(b)s + %(b)s * p.lex_len / %(avgdl)s)) ORDER BY p.lexeme) AS score
-        FROM knowledge_postings p
-        WHERE p.index_id = %(index)s AND p.lexeme = ANY(%(lexemes)s::text[]) {candidates}
+        FROM knowledge_postings(%(index)s, %(candidates)s::tsquery, %(lexemes)s::text[]) p
         GROUP BY p.key ORDER BY score DESC, p.key LIMIT %(limit)s
         """,
         {
             "index": index_id,
             "lexemes": list(idf),
             "idf": list(idf.values()),
-            "chosen": chosen,
+            "candidates": " | ".join(lexeme_literal(lexeme) for lexeme in chosen),
             "avgdl": max(total / max(n, 1), 1.0),
             "k1": policy.BM25_K1,
             "b": policy.BM25_B,

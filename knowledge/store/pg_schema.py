@@ -17,8 +17,8 @@ from .pg_ddl import (
     ACCESS_POLICY,
     BOUND_TABLES,
     GENERATED_COLUMNS,
-    GRAPH_FUNCTIONS,
     INDEX_POLICY,
+    MEMBER_FUNCTIONS,
     SCHEMA_V1,
     SCHEMA_V2,
     SCHEMA_V3,
@@ -27,9 +27,10 @@ from .pg_ddl import (
     SCHEMA_V6,
     SCHEMA_V7,
     SCHEMA_V8,
+    SCHEMA_V9,
 )
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 _MIGRATION_LOCK = 0x4B4E4F57  # advisory lock key held while the schema is created or migrated
 MIGRATION_WAIT_SECONDS = 30.0
 
@@ -37,7 +38,7 @@ KNOWN_DIMS = (384, 768)  # all-MiniLM-L6-v2, all-mpnet-base-v2
 _PROTECTED_TABLES = ("knowledge_indexes", "knowledge_chunks", "knowledge_files", "knowledge_problems")
 # What a team role may do (docs/teams.md, Access): its own repositories' rows (row-level security), never the grants,
 # the schema version or another repository's vector cache.
-MEMBER_TABLES = (*_PROTECTED_TABLES, "knowledge_terms", "knowledge_vectors", "knowledge_postings")
+MEMBER_TABLES = (*_PROTECTED_TABLES, "knowledge_terms", "knowledge_vectors")
 READ_ONLY_TABLES = ("knowledge_grants", "knowledge_schema")
 
 
@@ -178,9 +179,11 @@ def migrate(conn: Connection, wait_seconds: float | None = None) -> int:
             conn.execute(SCHEMA_V6)
         if version < 7:
             conn.execute(SCHEMA_V7)
+        schema = conn.execute("SELECT quote_ident(current_schema())").fetchone()[0]
         if version < 8:
-            schema = conn.execute("SELECT quote_ident(current_schema())").fetchone()[0]
             conn.execute(SCHEMA_V8.format(path=f"{schema}, pg_temp"))
+        if version < 9:
+            conn.execute(SCHEMA_V9.format(path=f"{schema}, pg_temp"))
         for role in _member_roles(conn):  # a table made by a migration is theirs too, as `teams setup` gave them
             _grant_member_tables(conn, role)
         conn.execute("INSERT INTO knowledge_schema (version) VALUES (%s)", (SCHEMA_VERSION,))
@@ -234,7 +237,7 @@ def _grant_member_tables(conn: Connection, role: str) -> None:
     conn.execute(
         sql.SQL("GRANT USAGE ON SEQUENCE knowledge_indexes_id_seq, knowledge_chunks_key_seq TO {}").format(name)
     )
-    for function in GRAPH_FUNCTIONS:  # they check what the caller may see themselves
+    for function in MEMBER_FUNCTIONS:  # they check what the caller may see themselves
         conn.execute(sql.SQL("GRANT EXECUTE ON FUNCTION {} TO {}").format(sql.SQL(function), name))
 
 
