@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -117,18 +118,28 @@ class Indexer:
         paths = candidate_paths(self.root, self.settings, kind)
         tally = Chunked()  # what the report needs; each batch's chunks are let go once stored
         chunks = 0
-        for number, batch in enumerate(
-            chunk_batches(self.root, self.settings, kind, paths, commit, self._counter, self._on_progress)
-        ):
-            self._apply(store, frozenset(), batch, None, set_commit=False)
-            chunks += len(batch.chunks)
-            tally.extend(
-                Chunked(
-                    files=batch.files, skipped=batch.skipped, warnings=batch.warnings, undescribed=batch.undescribed
+        # the store writes one batch while the next is prepared (its static vectors): a store's writes wait on its
+        # database and disk, the preparing on the CPU, and in turns each waited for the other (docs/benchmarks.md §0a)
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="knowledge-writer") as writer:
+            written: Future[None] | None = None
+            for number, batch in enumerate(
+                chunk_batches(self.root, self.settings, kind, paths, commit, self._counter, self._on_progress)
+            ):
+                change = self._change(frozenset(), batch, None, set_commit=False)
+                if written is not None:
+                    written.result()
+                written = writer.submit(store.apply, change)
+                chunks += len(batch.chunks)
+                tally.extend(
+                    Chunked(
+                        files=batch.files, skipped=batch.skipped, warnings=batch.warnings, undescribed=batch.undescribed
+                    )
                 )
-            )
-            if progressive and number == 0:
-                store.publish()
+                if progressive and number == 0:
+                    written.result()
+                    store.publish()
+            if written is not None:
+                written.result()
         store.set_commit(commit)
         store.publish()
         return store, self._report(store, tally, 0, started, chunks=chunks)
@@ -153,6 +164,10 @@ class Indexer:
     def _apply(
         self, store: WriteSide, remove: frozenset[str], chunked: Chunked, commit: str | None, set_commit: bool = True
     ) -> None:
+        store.apply(self._change(remove, chunked, commit, set_commit))
+
+    def _change(self, remove: frozenset[str], chunked: Chunked, commit: str | None, set_commit: bool = True) -> Change:
+        """What a store is given to write: the chunks with their cached and static vectors, files and problems."""
         cache = open_cache(self.settings, self.model)
         try:
             known = cache.get_many([c.content_hash for c in chunked.chunks]) if cache is not None else {}
@@ -164,7 +179,7 @@ class Indexer:
         if stage is not None:
             vectors = stage.embed_documents([chunk.embed_text for chunk in chunked.chunks])
             static = dict(enumerate(vectors))
-        change = Change(
+        return Change(
             remove_paths=remove,
             chunks=[
                 NewChunk(chunk, known.get(chunk.content_hash), lexical, static.get(n))
@@ -175,7 +190,6 @@ class Indexer:
             commit=commit,
             set_commit=set_commit,
         )
-        store.apply(change)
 
     def _chunk(self, paths: Iterable[str], kind: str, commit: str | None) -> Chunked:
         return Chunked.merged(

@@ -200,11 +200,13 @@ RETURNS TABLE (key bigint, lexeme text, tf real, lex_len integer)
 LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = {path} AS $$
 BEGIN
     PERFORM knowledge_check_visible(target);
-    -- dynamic, so each search is planned with its own terms (a cached generic plan cannot weigh them)
+    -- dynamic, so each search is planned with its own terms (a cached generic plan cannot weigh them); a candidate's
+    -- tsvector is cut to the query's lexemes in C (marked weight A, kept by weight) before it is unnested: unnesting
+    -- all of its ~50 and filtering them was 3x slower (97 -> 33 ms for 4,887 candidates at 100k chunks)
     RETURN QUERY EXECUTE
         'SELECT c.key, u.lexeme, coalesce(array_length(u.positions, 1), 1)::real, c.lex_len '
-        'FROM knowledge_chunks c, unnest(c.lex) AS u '
-        'WHERE c.index_id = $1 AND c.lex @@ $2 AND u.lexeme = ANY($3)'
+        'FROM knowledge_chunks c, unnest(ts_filter(setweight(c.lex, ''A'', $3), ''{{a}}'')) AS u '
+        'WHERE c.index_id = $1 AND c.lex @@ $2'
         USING target, candidates, lexemes;
 END $$;
 REVOKE ALL ON FUNCTION knowledge_postings(bigint, tsquery, text[]) FROM PUBLIC;
