@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import MISSING, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -265,6 +265,8 @@ class ChunkStore(SearchSide, WriteSide, FillSide, Protocol):  # WriteSide and Fi
 
 _STORED_FIELDS = tuple(name for name in Chunk.__dataclass_fields__ if name != "embed_text")
 _TUPLE_FIELDS = ("tags", "decorators", "calls", "references", "names")
+_REQUIRED = object()
+_DEFAULTS = {name: spec.default for name, spec in Chunk.__dataclass_fields__.items() if spec.default is not MISSING}
 
 
 def recent_first(
@@ -281,6 +283,16 @@ def chunk_to_json(chunk: Chunk) -> str:
     """A chunk as engines store it; embed_text is kept in its own column, and only until the chunk is embedded."""
     return json.dumps(
         {name: getattr(chunk, name) for name in _STORED_FIELDS}, ensure_ascii=False, separators=(",", ":")
+    )
+
+
+def chunk_to_compact_json(chunk: Chunk) -> str:
+    """A chunk as `chunk_to_json` writes it, less the fields that hold their default (`chunk_from_dict` restores
+    them): a tenth of a doc section's row in a large shared store."""
+    return json.dumps(
+        {name: value for name in _STORED_FIELDS if (value := getattr(chunk, name)) != _DEFAULTS.get(name, _REQUIRED)},
+        ensure_ascii=False,
+        separators=(",", ":"),
     )
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from . import chunk_to_json
+from . import chunk_to_compact_json
 from .pg_lexemes import symbol_key, tsvector_text, words_of
 
 if TYPE_CHECKING:
@@ -58,11 +58,11 @@ def chunk_row(index_id: int, repository: str, item: NewChunk, dims: int) -> tupl
         chunk.id,
         chunk.path,
         chunk.content_hash,
-        chunk_to_json(chunk),
+        chunk_to_compact_json(chunk),
         None if vector is not None else chunk.embed_text,
         len(chunk.embed_text),
         symbol_key(chunk),
-        " ".join(words),
+        " ".join(words) if chunk.kind == "code" else "",  # read only by code's exact-name rule (see lexical_terms)
         lex,
         length,
         dims if vector is not None else None,

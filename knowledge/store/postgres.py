@@ -200,13 +200,22 @@ class PostgresStore:
             return bm25(self._conn, self.index_id, stems(terms), k)
 
     def lexical_terms(self, keys: Sequence[int]) -> dict[int, str]:
+        """Each chunk's lexical terms. A doc section's are not kept (only code's are read, by the exact-name rule:
+        480 MB at a million sections), so they are made again from its text, as the chunker made them."""
+        from ..lexical import chunk_text, terms
+
         unique = list(dict.fromkeys(int(k) for k in keys))
         if not unique:
             return {}
         rows = self._all(
-            "SELECT key, lexical FROM knowledge_chunks WHERE index_id = %s AND key = ANY(%s)", (self.index_id, unique)
+            "SELECT key, lexical, CASE WHEN lexical = '' THEN data END FROM knowledge_chunks "
+            "WHERE index_id = %s AND key = ANY(%s)",
+            (self.index_id, unique),
         )
-        return {int(key): text for key, text in rows}
+        return {
+            int(key): text if data is None else " ".join(terms(chunk_text(chunk_from_dict(data))))
+            for key, text, data in rows
+        }
 
     def defining(self, names: Sequence[str], limit: int) -> list[int]:
         if not names:
