@@ -14,17 +14,14 @@ from pgvector.psycopg import register_vector
 from knowledge.store import pg_graphs, pg_queries
 
 from .conftest import commit
-from .test_postgres_store import DOCS, StagedEmbedder, as_role, clone, member_kb, run_cli, team_roles
+from .test_postgres_store import DOCS, StagedEmbedder, as_role, clone, member_kb, owner_sets_up
 
 
 @pytest.fixture
 def team(git_repo, tmp_path, postgres_url):
     """The owner's setup with two member roles; team A granted this repository, team B another."""
     commit(git_repo, DOCS)
-    members, team_a, team_b = team_roles(postgres_url)
-    owner = {"KNOWLEDGE_STORE": postgres_url}
-    assert run_cli(git_repo, owner, "teams", "setup", "--role", members, "--dims", "64")[0] == 0
-    assert run_cli(git_repo, owner, "teams", "grant", team_a)[0] == 0
+    team_a, team_b, _ = owner_sets_up(git_repo, postgres_url)
     return {"a": as_role(postgres_url, team_a), "b": as_role(postgres_url, team_b), "owner": postgres_url}
 
 

@@ -121,6 +121,17 @@ def team_roles(url: str, group: str = "members") -> tuple[str, str, str]:
     return members, team_a, team_b
 
 
+def owner_sets_up(root, url: str) -> tuple[str, str, str]:
+    """The owner's `teams setup` for a group of two member roles, then `teams grant` of `root`'s repository to the
+    first: (team_a, team_b, the repository's identity)."""
+    members, team_a, team_b = team_roles(url)
+    owner = {"KNOWLEDGE_STORE": url}
+    assert run_cli(root, owner, "teams", "setup", "--role", members, "--dims", "64")[0] == 0
+    code, out = run_cli(root, owner, "teams", "grant", team_a)
+    assert code == 0, out
+    return team_a, team_b, out.split(":")[0]
+
+
 def as_role(url: str, role: str) -> str:
     return url.replace("postgres@", f"{role}@", 1)
 

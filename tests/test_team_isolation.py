@@ -15,19 +15,15 @@ from knowledge.store.pg_locks import take_lock
 from knowledge.store.pg_schema import StoreUnavailableError, connect
 
 from .conftest import commit, git, model_home
-from .test_postgres_store import DOCS, as_role, clone, run_cli, team_roles
+from .test_postgres_store import DOCS, as_role, clone, owner_sets_up, run_cli
 
 
 @pytest.fixture
 def teams(git_repo, tmp_path, postgres_url):
     """The owner's setup: two team roles, A granted a repository (indexed by A), B granted one of its own."""
     commit(git_repo, DOCS)
-    members, team_a, team_b = team_roles(postgres_url)
+    team_a, team_b, repository = owner_sets_up(git_repo, postgres_url)
     owner = {"KNOWLEDGE_STORE": postgres_url}
-    assert run_cli(git_repo, owner, "teams", "setup", "--role", members, "--dims", "64")[0] == 0
-    code, out = run_cli(git_repo, owner, "teams", "grant", team_a)
-    assert code == 0, out
-    repository = out.split(":")[0]
     other = tmp_path / "other"
     other.mkdir()
     git(other, "init", "-q", "-b", "main")
