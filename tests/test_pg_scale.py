@@ -134,3 +134,19 @@ def test_a_row_keeps_what_is_read_and_gives_back_every_field_and_term(team, git_
                 (store.index_id,),
             ).fetchone()[0]
         assert texts == (len(chunks) if index.kind == "code" else 0)  # a doc section's terms are made again
+
+
+def test_a_restore_of_the_tables_alone_gets_its_functions_back_from_the_owner(team, git_repo, tmp_path, monkeypatch):
+    """`pg_dump --table='knowledge_*'` (docs/teams.md, Backup) carries no functions: the owner's next connection makes
+    them again, and a member meanwhile gets the line naming the owner's step."""
+    from knowledge.store.pg_schema import StoreUnavailableError, connect
+
+    root = clone(git_repo, tmp_path / "a")
+    member_kb(root, tmp_path / "home", monkeypatch, team["a"], StagedEmbedder()).reindex_all(embed=False)
+    with psycopg.connect(team["owner"], autocommit=True) as admin:
+        admin.execute("DROP FUNCTION knowledge_postings(bigint, tsquery, text[])")
+    with pytest.raises(StoreUnavailableError, match="teams setup"):
+        connect(team["a"])
+    connect(team["owner"]).close()
+    again = member_kb(root, tmp_path / "home", monkeypatch, team["a"], StagedEmbedder())
+    assert again.search("install the hooks", threshold=0).results[0].path == "docs/hooks.md"

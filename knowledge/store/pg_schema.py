@@ -140,14 +140,29 @@ def _take_schema_lock(conn: Connection, wait_seconds: float | None = None) -> No
         time.sleep(0.2)
 
 
+def _functions_missing(conn: Connection) -> bool:
+    """Whether an owner's function is gone (a restore of the tables alone, `pg_dump --table`, leaves them behind)."""
+    return bool(
+        conn.execute(
+            "SELECT bool_or(to_regprocedure(f) IS NULL) FROM unnest(%s::text[]) AS f", (list(MEMBER_FUNCTIONS),)
+        ).fetchone()[0]
+    )
+
+
+def _version_to_migrate_from(conn: Connection) -> int:
+    """The schema's version, or 7 where versions 8 and 9's functions are missing (their steps are idempotent)."""
+    version = _schema_version(conn)
+    return 7 if version >= 8 and _functions_missing(conn) else version
+
+
 def migrate(conn: Connection, wait_seconds: float | None = None) -> int:
     """Create or upgrade the schema (one transaction, under an advisory lock taken only to migrate); returns the
     version now."""
-    if _schema_version(conn) == SCHEMA_VERSION:
+    if _version_to_migrate_from(conn) == SCHEMA_VERSION:
         return SCHEMA_VERSION
     with conn.transaction():
         _take_schema_lock(conn, wait_seconds)
-        version = _schema_version(conn)
+        version = _version_to_migrate_from(conn)
         if version == SCHEMA_VERSION:
             return version
         conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
