@@ -2,6 +2,11 @@
 
     python bench/first_stage_million.py --files 50000 --sections 20 --out bench/results/first-stage-million.json
     python bench/first_stage_million.py --source DIR --out F    # a real source tree instead of the generated docs
+    python bench/first_stage_million.py --engines local --work W --reuse --beside ../main-checkout   # warm answers only
+
+`--beside CODE` also answers the same questions on the same index with the code checked out at CODE (main), the two
+in turns (this tree, CODE, this tree, CODE: each side's p50 and p95 the median of its two runs); `--reuse` keeps an
+index already built in --work (local engine) and measures its answers only.
 
 The repository is bench/seconds.py's generated docs (SciFact text, 20 sections a file). Each engine builds it as a
 user with `fill = false` does (`KNOWLEDGE_FILL=0 knowledge reindex-all`, a fresh process): chunks, the lexical
@@ -17,6 +22,7 @@ import argparse
 import json
 import os
 import shutil
+import statistics
 import sys
 import tempfile
 import threading
@@ -72,14 +78,31 @@ def build(repo: Path, home: Path) -> dict[str, object]:
     }
 
 
-def engine_run(engine: str, repo: Path, home: Path) -> dict[str, object]:
-    shutil.rmtree(repo / ".knowledge", ignore_errors=True)
+def answers_in_turns(repo: Path, home: Path, beside: Path | None) -> dict[str, object]:
+    """This tree's warm answers, and beside them (in turns, on the same index) those of the code at `beside`."""
+    if beside is None:
+        return {"warm_query": warm_queries(HERE, repo, home)}
+    runs: dict[str, list[dict]] = {"warm_query": [], "warm_query_beside": []}
+    for _ in range(2):
+        runs["warm_query"].append(warm_queries(HERE, repo, home))
+        runs["warm_query_beside"].append(warm_queries(beside, repo, home))
+    result: dict[str, object] = {
+        side: {key: round(statistics.median(run[key] for run in found), 1) for key in found[0]}
+        for side, found in runs.items()
+    }
+    return result | {"beside": str(beside)}
+
+
+def engine_run(engine: str, repo: Path, home: Path, beside: Path | None = None, reuse: bool = False) -> dict:
     if engine == "local":
         os.environ.pop("KNOWLEDGE_STORE", None)
-        result = {"build": build(repo, home), "disk_mb": disk_mb(repo / ".knowledge")}
-        print(json.dumps({engine: result}), file=sys.stderr, flush=True)
-        result["warm_query"] = warm_queries(HERE, repo, home)
-        return result
+        result: dict[str, object] = {}
+        if not (reuse and (repo / ".knowledge").is_dir()):
+            shutil.rmtree(repo / ".knowledge", ignore_errors=True)
+            result = {"build": build(repo, home), "disk_mb": disk_mb(repo / ".knowledge")}
+            print(json.dumps({engine: result}), file=sys.stderr, flush=True)
+        return result | answers_in_turns(repo, home, beside)
+    shutil.rmtree(repo / ".knowledge", ignore_errors=True)
     from pg_tail import sizes
 
     from tests.pgserver import start_postgres
@@ -108,6 +131,8 @@ def main() -> None:
     parser.add_argument("--engines", nargs="*", default=["local", "postgres"])
     parser.add_argument("--work", type=Path, default=None)
     parser.add_argument("--out", type=Path)
+    parser.add_argument("--beside", type=Path, default=None, help="a checkout of the code to answer beside (local)")
+    parser.add_argument("--reuse", action="store_true", help="keep a local index already built in --work")
     args = parser.parse_args()
     work = args.work or Path(tempfile.mkdtemp(prefix="knowledge-first-stage-"))
     result: dict[str, object] = {"cores": os.cpu_count()}
@@ -124,7 +149,7 @@ def main() -> None:
                 repo = big_docs_repo(repo, args.files, args.sections)
         result["generate_seconds"] = round(time.monotonic() - started, 1)
         for engine in args.engines:
-            result[engine] = engine_run(engine, repo, home)
+            result[engine] = engine_run(engine, repo, home, args.beside, args.reuse)
             print(json.dumps({engine: result[engine]}), file=sys.stderr, flush=True)
             if args.out:
                 args.out.write_text(json.dumps(result, indent=1))

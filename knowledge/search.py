@@ -24,7 +24,7 @@ from .ranking import RULES, Candidate, carries_text, passes, relevance
 from .ranking import rank as rank_candidates
 from .ranking.query import Query, parse
 from .records import Chunk, SearchHit, SearchResponse
-from .retrieval import embed_beside_lexical, lexical_candidates, retrieve
+from .retrieval import models_beside_lexical, retrieve
 from .search_options import SearchOptions, resolve_options
 
 if TYPE_CHECKING:
@@ -142,15 +142,11 @@ def retrieve_all(
     """Every source's fused candidates: the transformer's list (none while no vector exists: then no transformer loads),
     the static stage's and the lexical side's."""
     depth = options.policy.depth(options.k, filtered=options.keep is not None)
-    if embed_query is not None:
-        vector, lexical = embed_beside_lexical(sources, embed_query, query, depth)
-    else:
-        vector, lexical = None, [lexical_candidates(index, query, depth) for index in sources]
-    static_vector = static_query(query.text) if static_query is not None else None
+    vector, static, lexical = models_beside_lexical(sources, embed_query, static_query, query, depth)
     return [
         (candidate, index)
-        for index, hits in zip(sources, lexical, strict=True)
-        for candidate in retrieve(index, query, vector, depth, options.policy, hits, static_vector)
+        for index, hits, static_hits in zip(sources, lexical, static, strict=True)
+        for candidate in retrieve(index, query, vector, depth, options.policy, hits, static_hits)
     ]
 
 

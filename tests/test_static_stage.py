@@ -387,18 +387,15 @@ def test_with_fill_off_the_index_stays_at_the_first_stage_and_answers(git_repo):
 
 
 def test_the_static_search_keeps_the_best_k_in_order_with_ties_in_key_order():
-    from knowledge.store.local_static import LocalStatic
+    from knowledge.store.static_scan import exact_rows
 
     rng = np.random.default_rng(0)
-    for rows, k in ((3000, 100), (50, 100), (1000, 1000), (500, 1)):
+    for rows, k in ((3000, 100), (50, 100), (1000, 1000), (500, 1), (20_000, 7), (40_000, 300)):
         matrix = np.round(rng.random((rows, 8)), 1).astype(np.float32)  # coarse values: many ties
         vector = np.round(rng.random(8), 1).astype(np.float32)
         scores = matrix @ vector
-        search = LocalStatic()
-        search._matrix, search._keys = matrix, list(range(100, 100 + rows))
-        search._refresh = lambda db: None
         expected = [100 + int(row) for row in np.argsort(-scores, kind="stable")[:k]]
-        assert [hit.key for hit in search.search(None, vector, k)] == expected
+        assert [hit.key for hit in exact_rows(list(range(100, 100 + rows)), matrix).nearest(vector, k)] == expected
 
 
 def test_the_static_rows_are_read_page_by_page_into_one_matrix_and_reread_after_a_write(tmp_path):
@@ -413,14 +410,47 @@ def test_the_static_rows_are_read_page_by_page_into_one_matrix_and_reread_after_
     db.execute("CREATE TABLE static (key INTEGER PRIMARY KEY, vector BLOB)")
     db.executemany("INSERT INTO static VALUES (?, ?)", [(3 * n + 7, row.tobytes()) for n, row in enumerate(rows)])
     search = LocalStatic()
-    best = search.search(db, rows[DELTA_PAGE + 1], 1)[0]
+    best = search.current(db).nearest(rows[DELTA_PAGE + 1], 1)[0]
     assert (best.key, round(best.score, 5)) == (
         3 * (DELTA_PAGE + 1) + 7,
         round(float(rows[DELTA_PAGE + 1] @ rows[DELTA_PAGE + 1]), 5),
     )
-    assert search._matrix.shape == rows.shape
-    assert np.array_equal(search._matrix, rows)
+    assert search.current(db).head.shape == rows.shape
+    assert np.array_equal(search.current(db).head, rows)
     writer = sqlite3.connect(tmp_path / "static.sqlite", isolation_level=None)  # another process's write
     writer.execute("INSERT INTO static VALUES (1, ?)", (np.full(4, 9, np.float32).tobytes(),))
-    assert search.search(db, np.ones(4, np.float32), 1)[0].key == 1
-    assert search._matrix.shape == (len(rows) + 1, 4)
+    assert search.current(db).nearest(np.ones(4, np.float32), 1)[0].key == 1
+    assert search.current(db).head.shape == (len(rows) + 1, 4)
+
+
+def test_a_big_index_scans_rotated_heads_and_scores_the_best_rows_whole(tmp_path, monkeypatch):
+    """From HEAD_SCAN_MIN_ROWS rows: the same scores as the exact product (an orthogonal rotation keeps every inner
+    product) and, on rows with structure as embeddings have, the same best rows."""
+    import sqlite3
+
+    from knowledge.store import local_static, static_scan
+    from knowledge.store.local_vectors import DELTA_PAGE
+
+    monkeypatch.setattr(local_static, "HEAD_SCAN_MIN_ROWS", 1000)
+    monkeypatch.setattr(static_scan, "BASIS_SAMPLE_ROWS", DELTA_PAGE)  # the basis from the first page
+    monkeypatch.setattr(static_scan, "HEAD_DIMS", 16)
+    rng = np.random.default_rng(3)
+    count, dims = DELTA_PAGE * 3 + 11, 64
+    rows = rng.normal(size=(count, 12)) @ rng.normal(size=(12, dims)) + 0.3 * rng.normal(size=(count, dims))
+    rows = (rows / np.linalg.norm(rows, axis=1, keepdims=True)).astype(np.float32)
+    db = sqlite3.connect(tmp_path / "static.sqlite", isolation_level=None)
+    db.execute("CREATE TABLE static (key INTEGER PRIMARY KEY, vector BLOB)")
+    db.executemany("INSERT INTO static VALUES (?, ?)", [(2 * n + 5, row.tobytes()) for n, row in enumerate(rows)])
+    rotated = local_static.LocalStatic().current(db)
+    assert rotated.basis is not None and rotated.head.shape == (count, 16)
+    assert np.allclose(rotated.basis.T @ rotated.basis, np.eye(dims), atol=1e-5)
+    exact = static_scan.exact_rows([2 * n + 5 for n in range(count)], rows)
+    found = []
+    for row in rng.choice(count, 40, replace=False):
+        vector = rows[row] + 0.2 * rng.normal(size=dims).astype(np.float32)
+        wanted = {hit.key: hit.score for hit in exact.nearest(vector, 50)}
+        got = rotated.nearest(vector, 50)
+        assert all(abs(wanted[hit.key] - hit.score) < 1e-4 for hit in got if hit.key in wanted)
+        assert [hit.score for hit in got] == sorted((hit.score for hit in got), reverse=True)
+        found.append(len(wanted.keys() & {hit.key for hit in got}) / 50)
+    assert min(found) >= 0.9 and np.mean(found) >= 0.98

@@ -251,7 +251,8 @@ class LocalStore:
 
     def static_search(self, vector: npt.NDArray[np.float32], k: int) -> list[ScoredKey]:
         with self._lock:
-            return self._static.search(self._db, vector, k)
+            rows = self._static.current(self._db)
+        return rows.nearest(vector, k) if rows is not None else []  # the lock free for the lexical side meanwhile
 
     def coverage(self) -> Coverage:
         """Counts, recomputed only when some process has committed since the last call (one PRAGMA otherwise)."""
