@@ -34,6 +34,7 @@ from tests.pgserver import RunningPostgres, start_postgres
 
 STORE_CALLS = (
     "dense_search",
+    "static_search",
     "lexical_search",
     "vectors",
     "similarities",
@@ -97,6 +98,51 @@ def timed_pass(kb: object, queries: list[str]) -> dict[str, object]:
         "calls": {name: summary(spent[name]) for name in STORE_CALLS if spent[name]},
         "slowest": [{"ms": round(t, 1), "query": q, "calls": c} for t, q, c in slowest[:5]],
     }
+
+
+def spinning_in_turns(repo: Path, home: Path, queries: list[str]) -> dict[str, list[object]]:
+    """Warm passes with the model's idle threads sleeping (the product's setting) and spinning (onnxruntime's
+    default, main before it), each through a fresh `KnowledgeBase` and so a fresh model session, two rounds in turns."""
+    import onnxruntime as ort
+
+    from knowledge.kb import KnowledgeBase
+
+    shipped = ort.SessionOptions
+
+    class Spinning(shipped):  # type: ignore[misc,valid-type]
+        """onnxruntime's default: the product's setting that idle threads sleep is left out."""
+
+        def add_session_config_entry(self, key: str, value: str) -> None:
+            if key != "session.intra_op.allow_spinning":
+                super().add_session_config_entry(key, value)
+
+    found: dict[str, list[object]] = {"sleeping": [], "spinning": []}
+    try:
+        for _ in range(2):
+            for name in found:
+                ort.SessionOptions = Spinning if name == "spinning" else shipped  # type: ignore[misc]
+                kb = KnowledgeBase.open(repo, {"home": str(home)})
+                kb.search(queries[0])
+                found[name].append(timed_pass(kb, queries)["search"])
+    finally:
+        ort.SessionOptions = shipped  # type: ignore[misc]
+    return found
+
+
+def profile_pass(kb: object, queries: list[str], out: Path) -> None:
+    """Where a warm search's time goes, function by function (cumulative, the 40 costliest)."""
+    import cProfile
+    import io
+    import pstats
+
+    profile = cProfile.Profile()
+    profile.enable()
+    for query in queries:
+        kb.search(query)  # type: ignore[attr-defined]
+    profile.disable()
+    text = io.StringIO()
+    pstats.Stats(profile, stream=text).sort_stats("cumulative").print_stats(40)
+    out.write_text(text.getvalue())
 
 
 def budgets(kb: object, queries: list[str], sizes: list[int]) -> dict[str, object]:
@@ -238,6 +284,10 @@ def main() -> None:
         "--role", action="store_true", help="search as a team role (row-level security applies), not as the owner"
     )
     parser.add_argument("--out", type=Path)
+    parser.add_argument("--profile", type=Path, help="also a cProfile of one more warm pass, written to this file")
+    parser.add_argument(
+        "--spin-beside", action="store_true", help="also warm passes with onnxruntime's threads spinning, in turns"
+    )
     args = parser.parse_args()
     from million import seed_cache as seed_streamed
     from seconds import big_docs_repo, seed_cache
@@ -277,6 +327,11 @@ def main() -> None:
         result["after_bulk_load"] = timed_pass(kb, queries)
         result["warm"] = timed_pass(kb, queries)
         print(json.dumps({k: result[k]["search"] for k in ("after_bulk_load", "warm")}), file=sys.stderr, flush=True)
+        if args.profile:
+            profile_pass(kb, queries, args.profile)
+        if args.spin_beside:
+            result["spinning_in_turns"] = spinning_in_turns(repo, home, queries)
+            print(json.dumps(result["spinning_in_turns"]), file=sys.stderr, flush=True)
         result["candidate_rows"] = budgets(kb, queries, [2_000, 5_000, 10**9])
         print(json.dumps(result["candidate_rows"]), file=sys.stderr, flush=True)
         slow = [row["query"] for row in result["warm"]["slowest"][:2]]  # type: ignore[index]

@@ -66,6 +66,10 @@ class OnnxEmbedder:
             options = ort.SessionOptions()
             options.intra_op_num_threads = threads or max(1, os.cpu_count() or 1)
             options.inter_op_num_threads = 1
+            # Idle threads sleep instead of spinning: a question's embedding shares the cores with the lexical
+            # side's thread and, on a shared index, PostgreSQL's own process (100k chunks: a search's p50 84 ->
+            # 71 ms); a batch's throughput and a lone question's time are the same either way (docs/benchmarks.md §9)
+            options.add_session_config_entry("session.intra_op.allow_spinning", "0")
             options.log_severity_level = 3
             if preoptimized:  # the file already holds the optimized graph (embedding/install.py)
                 options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
