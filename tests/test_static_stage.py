@@ -442,7 +442,8 @@ def test_a_big_index_scans_rotated_heads_and_scores_the_best_rows_whole(tmp_path
     db.execute("CREATE TABLE static (key INTEGER PRIMARY KEY, vector BLOB)")
     db.executemany("INSERT INTO static VALUES (?, ?)", [(2 * n + 5, row.tobytes()) for n, row in enumerate(rows)])
     rotated = local_static.LocalStatic().current(db)
-    assert rotated.basis is not None and rotated.head.shape == (count, 16)
+    assert rotated.basis is not None
+    assert rotated.head.shape == (count, 16)
     assert np.allclose(rotated.basis.T @ rotated.basis, np.eye(dims), atol=1e-5)
     exact = static_scan.exact_rows([2 * n + 5 for n in range(count)], rows)
     found = []
@@ -453,4 +454,5 @@ def test_a_big_index_scans_rotated_heads_and_scores_the_best_rows_whole(tmp_path
         assert all(abs(wanted[hit.key] - hit.score) < 1e-4 for hit in got if hit.key in wanted)
         assert [hit.score for hit in got] == sorted((hit.score for hit in got), reverse=True)
         found.append(len(wanted.keys() & {hit.key for hit in got}) / 50)
-    assert min(found) >= 0.9 and np.mean(found) >= 0.98
+    assert min(found) >= 0.9
+    assert np.mean(found) >= 0.98
