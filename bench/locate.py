@@ -144,6 +144,49 @@ for line in sys.stdin:
                 row["votes"] = {p: [[v[0], v[1]] for v in vs] for p, vs in votes.items()}
                 row["quiet"] = [p for p in votes if L.quiet_path(p, known)]
                 row["subjects"] = {q: s for q, s in L.test_subjects(known).items() if q in votes}
+                # every chunk of the answer's files with its place in the words and meaning lists, to order a
+                # file's entities offline
+                from knowledge.lexical import terms
+                issue = read_issue(text)
+                lexical = {
+                    h.key: (r, h.score)
+                    for s in sources
+                    for r, h in enumerate(s.searched.lexical_search(terms(text), 4000))
+                }
+                static = {}
+                if side:
+                    vector = side.embed_query(L.salient(issue))
+                    static = {
+                        h.key: (r, h.score)
+                        for s in sources
+                        for r, h in enumerate(s.searched.static_search(vector, 6000))
+                    }
+                spans = {}
+                for s in sources:
+                    for key, chunk in s.searched.chunks(list(lexical) + list(static)).items():
+                        spans[key] = (chunk.path, chunk.line_start, chunk.line_end)
+                files = {}
+                for path in row["locate"]:
+                    index = known[path]
+                    at = {v: k for k, v in spans.items() if v[0] == path}
+                    files[path] = [
+                        [c.line_start, c.line_end, c.symbol, c.parent, c.symbol_kind, len(c.content),
+                         lexical.get(at.get((path, c.line_start, c.line_end)), None),
+                         static.get(at.get((path, c.line_start, c.line_end)), None)]
+                        for c in index.searched.chunks_of_path(path)
+                    ]
+                row["files"] = files
+                keyed = []
+                for path, vs in votes.items():
+                    for signal, value, detail, key in vs:
+                        if key is None:
+                            continue
+                        index = known[path]
+                        found = index.searched.chunks([key]) if isinstance(key, int) else {}
+                        chunk = found.get(key) if isinstance(key, int) else index.chunk_by_id(key)
+                        if chunk is not None:
+                            keyed.append([signal, value, detail, path, chunk.line_start, chunk.line_end])
+                row["keyed"] = keyed
     print(json.dumps(row), flush=True)
 """
 

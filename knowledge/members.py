@@ -11,7 +11,7 @@ from collections.abc import Iterable, Sequence
 from .chunking.languages import CONTAINERS
 from .records import Chunk, group_key, is_part
 
-MAX_MEMBERS = 60  # an outline longer than this is cut, with the count of what was left out
+MAX_MEMBERS = 16  # an answer's outline longer than this is cut, with the count of what was left out and `show`
 MAX_LEADING = 40  # lines of doc comment and attributes read above a declaration, at most
 # A comment line (`#`, `//`, `///`, `/*`, ` * `, `*/`, `--`, `;;`) or an attribute or annotation line (`@Override`,
 # `#[derive(Debug)]`, C#'s `[Obsolete]`) on a line of its own.
@@ -22,11 +22,12 @@ def is_container(chunk: Chunk) -> bool:
     return chunk.kind == "code" and chunk.symbol_kind in CONTAINERS
 
 
-def answer_text(chunk: Chunk, same_file: Iterable[Chunk]) -> str:
-    """`chunk`'s text, and for a container the outline of its members among `same_file` (the chunks of its file):
-    the entities whose parent it is, and theirs in turn, indented."""
+def answer_text(chunk: Chunk, same_file: Iterable[Chunk], text: str | None = None) -> str:
+    """`text` (default: `chunk`'s own), and for a container the outline of its members among `same_file` (the chunks
+    of its file): the entities whose parent it is, and theirs in turn, indented."""
+    text = chunk.content if text is None else text
     if not is_container(chunk):
-        return chunk.content
+        return text
     by_parent: dict[str, list[Chunk]] = {}
     ends: dict[str, int] = {}  # an entity's last line over all its parts: an outline names its whole range
     for other in same_file:
@@ -46,10 +47,11 @@ def answer_text(chunk: Chunk, same_file: Iterable[Chunk]) -> str:
 
     outline(chunk.symbol, 1, frozenset({chunk.symbol}))
     if not lines:
-        return chunk.content
-    shown = lines[:MAX_MEMBERS] + ([f"  … {len(lines) - MAX_MEMBERS} more"] if len(lines) > MAX_MEMBERS else [])
+        return text
+    where = f"{chunk.path}:{chunk.line_start}-{max(ends.get(chunk.id, 0), chunk.line_end)}"
+    more = [f"  … {len(lines) - MAX_MEMBERS} more (knowledge show {where})"] if len(lines) > MAX_MEMBERS else []
     qualified = f"{chunk.parent}.{chunk.symbol}" if chunk.parent else chunk.symbol
-    return chunk.content.rstrip("\n") + f"\n\nmembers of {qualified}:\n" + "\n".join(shown)
+    return text.rstrip("\n") + f"\n\nmembers of {qualified}:\n" + "\n".join(lines[:MAX_MEMBERS] + more)
 
 
 def leading_lines(chunk: Chunk, same_file: Sequence[Chunk]) -> tuple[int, str]:

@@ -10,7 +10,7 @@ from dataclasses import replace
 
 from .records import Chunk, group_key, is_part
 
-__all__ = ["group_key", "head", "is_part", "matched", "merge"]
+__all__ = ["group_key", "head", "is_part", "matched", "merge", "signature"]
 
 
 def _overlap(text: str, following: str) -> int:
@@ -44,10 +44,20 @@ _DECLARATION_END = re.compile(r"[:{]\s*(#.*|//.*)?$|=>\s*$")
 _COMMENT_LINE = re.compile(r"\s*(/\*\*|\*|///|//!|//|#)")
 
 
+def _signature_end(lines: list[str]) -> int:
+    return next((i + 1 for i, line in enumerate(lines) if _DECLARATION_END.search(line)), 1)
+
+
+def signature(text: str) -> str:
+    """The signature of an entity: its lines up to the one that opens its body."""
+    lines = text.split("\n")[:HEAD_LINES]
+    return "\n".join(lines[: _signature_end(lines)])
+
+
 def head(text: str) -> str:
     """The signature of an entity (up to the line that opens its body) and the doc comment right under it."""
     lines = text.split("\n")[:HEAD_LINES]
-    end = next((i + 1 for i, line in enumerate(lines) if _DECLARATION_END.search(line)), 1)
+    end = _signature_end(lines)
     if end >= len(lines):
         return "\n".join(lines[:end])
     opening = lines[end].strip()

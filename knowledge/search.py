@@ -16,9 +16,10 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from .budget import pack
+from .focus import focus
 from .grep import occurrences
 from .kind import KindIndex
-from .members import answer_text, is_container, leading_lines
+from .members import answer_text, leading_lines
 from .pieces import group_key, is_part, matched
 from .ranking import RULES, Candidate, carries_text, passes, relevance
 from .ranking import rank as rank_candidates
@@ -101,7 +102,9 @@ def search(
     above = cut(pooled, question, options)
     grouped = group(above, options, cache)
     chosen = grouped[: options.k]
-    hits, spare_text = make_hits(chosen, options, cache, is_stale)
+    hits, spare_text = make_hits(
+        chosen, options, cache, is_stale, lambda text, where: focus(text, question.terms, count_tokens, where)
+    )
     if options.expand:
         # right after the hit they neighbour, so the budget weighs them at its rank, not after every other result
         neighbours = _neighbours(hits, list(sources), options)
@@ -186,10 +189,15 @@ def group(above: Pooled, options: SearchOptions, cache: ChunkCache) -> Pooled:
 
 
 def make_hits(
-    chosen: Pooled, options: SearchOptions, cache: ChunkCache, is_stale: Callable[[str], bool] | None
+    chosen: Pooled,
+    options: SearchOptions,
+    cache: ChunkCache,
+    is_stale: Callable[[str], bool] | None,
+    narrow: Callable[[str, str], str] | None = None,
 ) -> tuple[list[SearchHit], list[str | None]]:
     """The results, full text for strong matches, and beside them the text of the others (theirs if the budget has
-    room: budget.pack decides)."""
+    room: budget.pack decides); `narrow(text, "path:start-end")` focuses a long text on the lines that matched
+    (focus.py)."""
     cache.load(chosen)
     stale: dict[str, bool] = {}
 
@@ -211,7 +219,10 @@ def make_hits(
         graph = index.call_graph() if chunk.kind == "code" else None
         same_file = index.chunks_in(chunk.path) if chunk.kind == "code" else []
         first_line, lead = leading_lines(chunk, same_file)
-        text = lead + (answer_text(chunk, same_file) if is_container(chunk) else chunk.content)
+        text = lead + chunk.content
+        if narrow is not None:
+            text = narrow(text, f"{chunk.path}:{first_line}-{chunk.line_end}")
+        text = answer_text(chunk, same_file, text)  # a class: its outline after its text
         hits.append(
             _hit(
                 chunk,
