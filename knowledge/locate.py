@@ -10,7 +10,7 @@
 
 Votes are reciprocal ranks within each signal, every signal alike (`LocatePolicy`); tests, docs,
 templates and changelogs are evidence, rarely the answer: their votes pass to the file a test names, and what is left
-of them is damped. Within each file, its entities that drew evidence come first."""
+of them is damped. Within each file, its entities are ranked by the same votes, a traceback's frames first."""
 
 from __future__ import annotations
 
@@ -33,8 +33,8 @@ if TYPE_CHECKING:
     from .store import Coverage
 
 DEPTH = 400  # chunks read from each ranked list
+ENTITIES_PER_FILE = 5  # a file's functions, classes or sections named in the answer, best first
 COMMON_NAME_FILES = 12  # a name defined in more files than this says nothing of where
-ENTITY_SIGNALS = ("frame", "message", "name", "words", "meaning")  # what says most of where inside a file, first
 FEW_FILES = 3  # a word naming more modules than this (`utils`, `base`) says nothing of which
 _TEST_SUBJECT = re.compile(r"(?:^|/)(?:test_)?([^/]+?)(?:_tests?)?\.\w+$")
 _DOC_ONLY = re.compile(r"(^|/)(\.github|changelog[^/]*|changes[^/]*|history[^/]*|news[^/]*|authors[^/]*)(/|$)", re.I)
@@ -69,7 +69,7 @@ def locate(
     votes = collect(sources, known, issue, meaning, history, coverages)
     order = fuse(votes, {path: quiet_path(path, known) for path in known}, test_subjects(known), policy)
     chosen = [path for path in order if keep is None or keep(path)][:k]
-    return [_located(path, order[path], votes.get(path, []), known) for path in chosen]
+    return [_located(path, order[path], votes.get(path, []), known, policy) for path in chosen]
 
 
 def collect(
@@ -220,20 +220,16 @@ def salient(issue: IssueText) -> str:
 
 
 def _per_file(source: KindIndex, hits: list[tuple[int, float]], signal: str, votes: dict[str, list[Vote]]) -> None:
-    """A ranked chunk list read per file: each file's best chunk stands for it, its other chunks add a little."""
+    """A ranked chunk list read per file: each file's best chunk stands for it, its other chunks add a little (and
+    each keeps its own vote, so the file's entities are ranked by the same list)."""
     chunks = source.searched.chunks([key for key, _ in hits])
-    best: dict[str, tuple[float, int]] = {}
-    extra: dict[str, float] = defaultdict(float)
+    seen: set[str] = set()
     for key, score in hits:
         chunk = chunks.get(key)
         if chunk is None:
             continue
-        if chunk.path not in best:
-            best[chunk.path] = (score, key)
-        else:
-            extra[chunk.path] += 0.1 * score
-    for path, (score, key) in best.items():
-        votes[path].append((signal, score + extra[path], "", key))
+        votes[chunk.path].append((signal, score if chunk.path not in seen else 0.1 * score, "", key))
+        seen.add(chunk.path)
 
 
 # ---- fusion ------------------------------------------------------------------------------------------------------
@@ -293,26 +289,39 @@ def _shared_prefix(a: str, b: str) -> int:
     return count
 
 
-def _located(path: str, score: float, path_votes: list[Vote], known: dict[str, KindIndex]) -> LocatedFile:
+def _located(
+    path: str, score: float, path_votes: list[Vote], known: dict[str, KindIndex], policy: LocatePolicy
+) -> LocatedFile:
+    """The file's answer: its evidence, and its entities ranked as files are (per signal, the file's chunks ranked by
+    their votes, each rank worth 1 / (rank_constant + rank)), save that a traceback's frames come first, the one
+    nearest the error first: what ran when it failed says more of where than any likeness (bench/locate.py, function
+    level)."""
     evidence: dict[tuple[str, str], float] = {}
-    weight: dict[int | str, tuple[int, float]] = {}  # the entity's most telling signal, then its summed votes
+    per_signal: dict[str, dict[int | str, float]] = defaultdict(lambda: defaultdict(float))
     for signal, value, detail, key in path_votes:
         evidence[(signal, detail)] = max(evidence.get((signal, detail), 0.0), value)
         if key is not None:
-            telling, summed = weight.get(key, (len(ENTITY_SIGNALS), 0.0))
-            weight[key] = (min(telling, ENTITY_SIGNALS.index(signal)), summed - value)
+            per_signal[signal][key] += value
+    fused: dict[int | str, float] = defaultdict(float)
+    for votes_of in per_signal.values():
+        for rank, key in enumerate(sorted(votes_of, key=lambda k: (-votes_of[k], str(k)))):
+            fused[key] += 1.0 / (policy.rank_constant + rank + 1)
+    frames = per_signal.get("frame", {})
+    order = sorted(fused, key=lambda k: (-frames.get(k, 0.0), -fused[k], str(k)))
     index = known[path]
-    by_key = index.searched.chunks([key for key in weight if isinstance(key, int)])
+    by_key = index.searched.chunks([key for key in order if isinstance(key, int)])
     entities: dict[str, LocatedEntity] = {}
-    for key in sorted(weight, key=lambda k: weight[k]):
+    for key in order:
         chunk = by_key.get(key) if isinstance(key, int) else index.chunk_by_id(key)
         if chunk is not None and chunk.id not in entities:
             entities[chunk.id] = LocatedEntity(chunk.id, _label(chunk), chunk.line_start, chunk.line_end)
+        if len(entities) == ENTITIES_PER_FILE:
+            break
     return LocatedFile(
         path=path,
         score=round(score, 4),
         evidence=tuple(LocateEvidence(signal, detail) for (signal, detail) in evidence),
-        entities=tuple(entities.values())[:5],
+        entities=tuple(entities.values()),
     )
 
 

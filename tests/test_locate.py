@@ -209,3 +209,28 @@ def test_coverage_is_asked_once_a_source_per_search_and_per_locate(shop, monkeyp
     asked.clear()
     kb.locate("Parsing a price with a currency sign fails in parse_price")
     assert sorted(asked) == ["code", "docs"]
+
+
+def test_a_files_entities_are_ranked_by_every_chunk_the_signals_found_a_traceback_frame_first(git_repo):
+    ops = (
+        "def add_totals(left, right):\n    return left + right\n\n\n"
+        "def scale_totals(values, factor):\n    scaled = [value * factor for value in values]\n"
+        "    return add_totals(scaled, [])\n\n\n"
+        "def round_totals(values, digits):\n    return [round(value, digits) for value in values]\n\n\n"
+        "def describe_totals(values):\n    return ', '.join(str(value) for value in values)\n"
+    )
+    commit(git_repo, {"calc/__init__.py": "", "calc/ops.py": ops})
+    run(git_repo, "reindex-all", "--quiet")
+    issue = (
+        "Scaled totals lose precision when scaling a list of totals by a factor and rounding the scaled totals\n\n"
+        "Traceback (most recent call last):\n"
+        '  File "/srv/app/calc/ops.py", line 7, in scale_totals\n'
+        '  File "/srv/app/calc/ops.py", line 2, in add_totals\n'
+        "TypeError: can only concatenate list\n"
+    )
+    data, paths = located(git_repo, issue)
+    assert paths[0] == "calc/ops.py"
+    names = [entity["name"] for entity in data["files"][0]["entities"]]
+    assert names[:2] == ["add_totals", "scale_totals"]  # the frames, the one nearest the error first
+    assert "round_totals" in names[2:]  # found by the issue's words though no frame ran it
+    assert "describe_totals" not in names[:3]
