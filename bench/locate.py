@@ -16,7 +16,9 @@ The BM25 baseline (every `.py` file of the base commit one document, identifiers
 commit from the mirror. Scores: Acc@1/5/10 (a gold file among the top k files) and MRR@10, per repository and overall.
 `--stage first` (the default: static vectors and the lexical side, no transformer) or `--stage complete` (every
 step's changed chunks embedded by the transformer before the questions; sympy's 77 checkouts take hours on 2 cores,
-so `--repos psf/requests pallets/flask` is what was run here).
+so `--repos psf/requests pallets/flask` and a run of sympy's issues close in date, `--since 2017-07-01 --limit 16`,
+are what was run here). `--dump` writes every signal's votes to WORK/votes.json (the transformer's apart, as
+`dense_votes`), to weigh the signals offline.
 """
 
 from __future__ import annotations
@@ -187,6 +189,18 @@ for line in sys.stdin:
                         if chunk is not None:
                             keyed.append([signal, value, detail, path, chunk.line_start, chunk.line_end])
                 row["keyed"] = keyed
+                # the transformer's list as its own signal (the complete stage): `locate` adds it to meaning's votes
+                from knowledge.answer import query_embedder
+                dense = query_embedder(sources, kb.model, [s.coverage() for s in sources])
+                if dense is not None:
+                    from collections import defaultdict
+                    by_dense = defaultdict(list)
+                    vector = dense(L.salient(issue))
+                    for s in sources:
+                        if s.coverage().embedded:
+                            found = [(h.key, h.score) for h in s.searched.dense_search(vector, L.DEPTH)]
+                            L._per_file(s, found, "dense", by_dense)
+                    row["dense_votes"] = {p: [[v[0], v[1]] for v in vs] for p, vs in by_dense.items()}
     print(json.dumps(row), flush=True)
 """
 
@@ -323,6 +337,7 @@ def main() -> None:
     parser.add_argument("--work", type=Path, default=Path("/tmp/locate-bench"))
     parser.add_argument("--home", type=Path, default=None, help="the models' home (default ~/.cache/knowledge)")
     parser.add_argument("--repos", nargs="*", default=None, help="only these (owner/name)")
+    parser.add_argument("--since", default=None, help="only instances filed on or after this date (YYYY-MM-DD)")
     parser.add_argument("--limit", type=int, default=None, help="the first N instances of each repository")
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--stage", choices=["first", "complete"], default="first")
@@ -333,6 +348,8 @@ def main() -> None:
     instances.sort(key=lambda i: i["created_at"])
     if args.repos:
         instances = [i for i in instances if i["repo"] in args.repos]
+    if args.since:
+        instances = [i for i in instances if i["created_at"][:10] >= args.since]
     if args.limit:
         kept: Counter[str] = Counter()
         instances = [i for i in instances if (kept.update([i["repo"]]) or kept[i["repo"]] <= args.limit)]
