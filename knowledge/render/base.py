@@ -29,3 +29,11 @@ def escaped_json(text: str) -> str:
     if text.isascii():
         return text
     return "".join(f"\\u{ord(char):04x}" if 0xD800 <= ord(char) < 0xE000 else char for char in text)
+
+
+_TEST_FOLDERS = frozenset({"test", "tests", "testdata", "fixtures", "__fixtures__", "spec", "__tests__"})
+
+
+def in_test_folder(path: str) -> bool:
+    """Whether `path` lies in a tests or fixtures folder (a redaction there is counted, not listed)."""
+    return any(part.lower() in _TEST_FOLDERS for part in path.split("/")[:-1])

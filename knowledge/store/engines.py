@@ -18,6 +18,7 @@ from .local import LocalStore
 from .local_files import remove_leftovers as remove_local_leftovers
 
 if TYPE_CHECKING:
+    from .pg_memory import ServerMemory
     from .pg_schema import Connection, IndexTarget
 
 DETACHED = "(detached)"
@@ -56,6 +57,10 @@ class Engine(Protocol):
         ...
 
     def describe(self) -> str: ...
+
+    def memory(self) -> ServerMemory | None:
+        """A shared server's buffer beside what its searches read; None for the local engine."""
+        ...
 
 
 def manifest_of(stored: object) -> Manifest | None:
@@ -135,6 +140,9 @@ class LocalEngine:
         folder = index_dir(self.root)
         if folder.is_dir():
             remove_local_leftovers(folder)
+
+    def memory(self) -> ServerMemory | None:
+        return None
 
     def describe(self) -> str:
         return "local"
@@ -242,6 +250,12 @@ class PostgresEngine:
 
         with self._lock:
             remove_abandoned(self._shared())
+
+    def memory(self) -> ServerMemory | None:
+        from .pg_memory import server_memory
+
+        with self._lock:
+            return server_memory(self._shared())
 
     def describe(self) -> str:
         from .pg_schema import redacted
