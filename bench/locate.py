@@ -18,7 +18,8 @@ commit from the mirror. Scores: Acc@1/5/10 (a gold file among the top k files) a
 step's changed chunks embedded by the transformer before the questions; sympy's 77 checkouts take hours on 2 cores,
 so `--repos psf/requests pallets/flask` and a run of sympy's issues close in date, `--since 2017-07-01 --limit 16`,
 are what was run here). `--dump` writes every signal's votes to WORK/votes.json (the transformer's apart, as
-`dense_votes`), to weigh the signals offline.
+`dense_votes`), to weigh the signals offline. Every instance's rows are kept in WORK/rows-STAGE.jsonl as they come;
+`--resume` takes them back after an interruption and asks only the instances missing.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -248,23 +250,41 @@ def prepare_clone(repo: str, dest: Path) -> Path:
 
 
 def walk(
-    repo: str, instances: list[dict], sides: dict[str, Path], work: Path, home: Path, dump: bool, stage: str
+    repo: str,
+    instances: list[dict],
+    sides: dict[str, Path],
+    work: Path,
+    home: Path,
+    dump: bool,
+    stage: str,
+    kept: dict[str, dict[str, dict]] | None = None,
+    record: Callable[[str, dict[str, dict]], None] | None = None,
 ) -> dict:
     """Each instance: checked out, indexed once by the indexing side (the tree's code when it runs: this work changes
-    no chunk and no index file the base reads), then asked by every side in turn."""
+    no chunk and no index file the base reads), then asked by every side in turn. Each instance's rows go to `record`
+    as they come (a complete run takes hours: `--resume` takes them back as `kept` and asks only the instances
+    missing)."""
     clone = prepare_clone(repo, work / repo.replace("/", "+"))
     workers = {side: Worker(code, home, stage) for side, code in sides.items()}
     indexer = workers["tree"] if "tree" in workers else next(iter(workers.values()))
     out: dict[str, dict] = {side: {} for side in sides}
+    kept = kept or {}
     try:
         for instance in instances:
+            iid = instance["instance_id"]
+            if all(iid in kept.get(side, {}) for side in sides):
+                for side in sides:
+                    out[side][iid] = kept[side][iid]
+                continue
             git("checkout", "-q", "-f", "-B", "bench", instance["base_commit"], cwd=clone)
             git("clean", "-q", "-fdx", "-e", ".knowledge", cwd=clone)
             indexed = indexer.order(op="index", root=str(clone))["indexed_s"]
             for side, worker in workers.items():
                 row = worker.order(op="ask", root=str(clone), text=instance["problem_statement"], dump=dump)
-                out[side][instance["instance_id"]] = {"indexed_s": indexed, **row}
-            print(f"  {instance['instance_id']}: indexed {indexed:.1f}s", file=sys.stderr, flush=True)
+                out[side][iid] = {"indexed_s": indexed, **row}
+            if record is not None:
+                record(iid, {side: out[side][iid] for side in sides})
+            print(f"  {iid}: indexed {indexed:.1f}s", file=sys.stderr, flush=True)
     finally:
         for worker in workers.values():
             worker.close()
@@ -342,6 +362,11 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--stage", choices=["first", "complete"], default="first")
     parser.add_argument("--dump", action="store_true", help="also write every signal's votes to WORK/votes.json")
+    parser.add_argument(
+        "--resume",
+        action="store_true",
+        help="take back the rows an interrupted run of the same sides wrote to WORK/rows-STAGE.jsonl, ask the rest",
+    )
     args = parser.parse_args()
 
     instances = [json.loads(line) for line in DATA.read_text().splitlines() if line.strip()]
@@ -388,10 +413,24 @@ def main() -> None:
     by_repo: dict[str, list[dict]] = {}
     for instance in instances:
         by_repo.setdefault(instance["repo"], []).append(instance)
+    base_commit = git("rev-parse", args.base, cwd=PROJECT).strip()
+    rows_file = args.work / f"rows-{args.stage}.jsonl"
+    kept: dict[str, dict[str, dict]] = {}
+    if args.resume and rows_file.exists():  # rows of the same base only (the tree's side is this checkout's code)
+        for line in rows_file.read_text(encoding="utf-8").splitlines():
+            saved = json.loads(line) if line.strip() else {}
+            for side, row in saved.get("rows", {}).items() if saved.get("base") == base_commit else ():
+                kept.setdefault(side, {})[saved["iid"]] = row
+
+    def record(iid: str, rows: dict[str, dict]) -> None:
+        with rows_file.open("a", encoding="utf-8") as out:
+            out.write(json.dumps({"base": base_commit, "iid": iid, "rows": rows}) + "\n")
+
     started = time.monotonic()
     for repo, group in by_repo.items():
         print(f"{repo} ({len(group)} issues)", file=sys.stderr, flush=True)
-        by_side = walk(repo, group, sides, args.work / f"clones-{args.stage}", home, args.dump, args.stage)
+        clones = args.work / f"clones-{args.stage}"
+        by_side = walk(repo, group, sides, clones, home, args.dump, args.stage, kept, record)
         for side, out in by_side.items():
             dumped.update({iid: row for iid, row in out.items() if "votes" in row})
             for iid, row in out.items():
@@ -404,7 +443,7 @@ def main() -> None:
                     entities.setdefault(f"{side} locate", {})[iid] = row["entities"]
     print(f"all: {time.monotonic() - started:.0f}s", file=sys.stderr, flush=True)
     results = {
-        "base": git("rev-parse", args.base, cwd=PROJECT).strip(),
+        "base": base_commit,
         "instances": len(instances),
         "runs": runs,
         "median_ms": {name: statistics.median(values) for name, values in timing.items()},
