@@ -102,8 +102,9 @@ def collect(
 
 # ---- signals -----------------------------------------------------------------------------------------------------
 def _suffix_match(written: str, known: dict[str, KindIndex]) -> str | None:
-    """The indexed file a written path names: the longest shared suffix of whole parts (at least the file name, and
-    unique at that length)."""
+    """The indexed file a written path names: the longest shared suffix of whole parts, unique at that length; the
+    file name and, where both paths have one, the folder holding it (`/usr/lib/python3/json/decoder.py` is not the
+    repository's `codecs/decoder.py`; `/home/me/checkout/setup.py` is its `setup.py`)."""
     parts = [p for p in written.strip("./").split("/") if p and p != "."]
     if not parts:
         return None
@@ -116,6 +117,8 @@ def _suffix_match(written: str, known: dict[str, KindIndex]) -> str | None:
         length = 0
         while length < min(len(parts), len(theirs)) and parts[-1 - length] == theirs[-1 - length]:
             length += 1
+        if length < min(2, len(parts), len(theirs)):
+            continue
         if length > best_length:
             best, best_length = [path], length
         elif length == best_length:

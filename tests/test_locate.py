@@ -71,6 +71,25 @@ def test_a_traceback_through_an_installed_copy_maps_to_the_repository_file(shop)
     assert data["files"][0]["entities"][0]["name"] == "parse_price"
 
 
+def test_a_frame_in_another_package_is_not_the_repository_file_of_the_same_name(shop):
+    commit(shop, {"setup.py": "from setuptools import setup\n\nsetup(name='shop')\n"}, "Package the shop")
+    run(shop, "reindex-from-changes", "--quiet")
+    issue = (
+        "Formatting an amount fails\n\nTraceback (most recent call last):\n"
+        '  File "/home/me/report.py", line 3, in <module>\n'
+        '  File "/usr/lib/python3.11/site-packages/shop/money.py", line 2, in format_amount\n'
+        '  File "/usr/lib/python3.11/json/parser.py", line 40, in scan\n'
+        "ValueError: something went wrong\n"
+    )
+    data, paths = located(shop, issue)
+    assert paths[0] == "shop/money.py"  # the standard library's json/parser.py is not shop/parser.py
+    framed = {f["path"] for f in data["files"] for e in f["evidence"] if e["signal"] == "frame"}
+    assert framed == {"shop/money.py"}
+    data, _ = located(shop, 'Installing fails\n\n  File "/home/me/checkout/setup.py", line 3, in <module>\n')
+    framed = {f["path"] for f in data["files"] for e in f["evidence"] if e["signal"] == "frame"}
+    assert framed == {"setup.py"}  # a file at the repository's root: only its name can agree
+
+
 def test_a_named_symbol_an_error_message_and_a_module_each_point_at_their_file(shop):
     _, paths = located(shop, "`PriceParser.split_words` drops the last word of a sentence")
     assert paths[0] == "shop/parser.py"
