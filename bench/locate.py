@@ -143,13 +143,8 @@ for line in sys.stdin:
                 known = {p: s for s in sources for p in s.store.files()}
                 stage = static_stage(sources, kb.model)
                 side = getattr(kb.model, "issue_static", lambda: stage)() if stage else None  # what locate embeds with
-                import inspect
-                from knowledge.lexical import terms
-                meaning = [("static", side.embed_query)] if side else []
-                if "past" in inspect.signature(L.collect).parameters:  # history read once, as locate reads it (this round)
-                    votes = L.collect(sources, known, read_issue(text), meaning, H.files_like(root, terms(text)))
-                else:  # the history callable of earlier code
-                    votes = L.collect(sources, known, read_issue(text), meaning, partial(H.files_like, root))
+                votes = L.collect(sources, known, read_issue(text), [("static", side.embed_query)] if side else [],
+                                  partial(H.files_like, root))
                 row["votes"] = {p: [[v[0], v[1]] for v in vs] for p, vs in votes.items()}
                 row["quiet"] = [p for p in votes if L.quiet_path(p, known)]
                 row["subjects"] = {q: s for q, s in L.test_subjects(known).items() if q in votes}

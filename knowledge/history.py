@@ -4,8 +4,7 @@ from the indexed commit (the newest `HISTORY_COMMITS`), in `.knowledge/history.s
 Every reindex brings it to the indexed commit (`sync`), so the git hooks keep it as they keep the index: a commit or
 a fast-forward adds what is new; a rebase, an amend, a reset or a branch switch drops what is no longer reachable and
 adds what now is. Nothing from after the indexed commit is ever in it. `locate` asks it which files past commits like
-an issue changed (`files_like`), then which functions and classes those commits changed in the files it answers
-(`definitions_changed`: read from git at the ask, for those few commits and files only)."""
+an issue changed (`files_like`)."""
 
 from __future__ import annotations
 
@@ -19,8 +18,7 @@ from pathlib import Path
 
 from .errors import KnowledgeError
 from .fs import create_private_file
-from .git import GitError, head_commit, is_ancestor, repo_root, run_git
-from .records import PastFile
+from .git import head_commit, is_ancestor, repo_root, run_git
 
 HISTORY_COMMITS = 10_000  # the newest reachable commits kept: years of most projects, read in seconds
 MAX_FILES = 40  # a commit that changed more files (a reformat, a rename sweep) says little of where anything is
@@ -31,9 +29,6 @@ CREATE VIRTUAL TABLE IF NOT EXISTS messages USING fts5(message, tokenize='porter
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
 _RECORD, _FIELD = "\x1e", "\x1f"
-# git's own function-name patterns per language (`diff=python`, ...): a hunk header then names the definition the
-# hunk is in; a repository's .gitattributes still wins, and no diff program it configures is ever run
-DIFF_DRIVERS = Path(__file__).with_name("history.gitattributes")
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,9 +140,9 @@ def _utf8(text: str) -> str:
     return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
 
 
-def files_like(root: Path, words: Sequence[str], commits: int = 50) -> list[PastFile]:
-    """The files changed by the past commits whose messages best match `words`, best first; a commit's weight is
-    shared among the files it changed."""
+def files_like(root: Path, words: Sequence[str], commits: int = 50) -> list[tuple[str, float, str]]:
+    """(path, score, the best commit's subject) of the files changed by the past commits whose messages best match
+    `words`, best first; a commit's weight is shared among the files it changed."""
     path = history_path(root)
     unique = list(dict.fromkeys(w for w in words if w))[:400]
     if not unique or not path.exists():
@@ -155,14 +150,13 @@ def files_like(root: Path, words: Sequence[str], commits: int = 50) -> list[Past
     expression = " OR ".join('"' + word.replace('"', '""') + '"' for word in unique)
     with contextlib.closing(_connect(path)) as db:
         rows = db.execute(
-            "SELECT c.sha, c.files, -bm25(messages), m.message FROM messages m JOIN commits c ON c.id = m.rowid "
+            "SELECT c.files, -bm25(messages), m.message FROM messages m JOIN commits c ON c.id = m.rowid "
             "WHERE messages MATCH ? ORDER BY bm25(messages) LIMIT ?",
             (expression, commits),
         ).fetchall()
     scores: dict[str, float] = defaultdict(float)
     because: dict[str, tuple[float, str]] = {}
-    by_file: dict[str, list[tuple[str, float]]] = defaultdict(list)
-    for sha, files, score, message in rows:
+    for files, score, message in rows:
         paths = files.split("\n") if files else []
         if not paths or len(paths) > MAX_FILES:
             continue
@@ -170,55 +164,6 @@ def files_like(root: Path, words: Sequence[str], commits: int = 50) -> list[Past
         subject = message.splitlines()[0][:100] if message else ""
         for path_changed in paths:
             scores[path_changed] += share
-            by_file[path_changed].append((sha, share))
             if share > because.get(path_changed, (0.0, ""))[0]:
                 because[path_changed] = (share, subject)
-    ranked = sorted(scores.items(), key=lambda item: -item[1])
-    return [PastFile(p, s, because[p][1], tuple(by_file[p])) for p, s in ranked]
-
-
-def definitions_changed(root: Path, changes: dict[str, Sequence[str]]) -> dict[str, dict[str, list[str]]]:
-    """path -> commit -> the line naming the definition each of the commit's hunks in that file sits in (a hunk
-    header's function name, as git's diff driver for the language finds it), for the (path, commits) asked; {} when
-    git cannot say (history is evidence, never a reason for an answer to fail)."""
-    shas = list(dict.fromkeys(sha for commits in changes.values() for sha in commits))
-    if not shas or not changes:
-        return {}
-    try:
-        output = run_git(
-            root, "--literal-pathspecs", "-c", f"core.attributesFile={DIFF_DRIVERS}", "-c", "core.quotepath=off",
-            "show", "-U0", "--no-ext-diff", "--no-textconv", "--no-renames", "--diff-merges=first-parent",
-            "--no-color", f"--format={_RECORD}%H", *shas, "--", *sorted(changes),
-        )  # fmt: skip
-    except (GitError, OSError):
-        return {}
-    found: dict[str, dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
-    for record in output.split(_RECORD)[1:]:
-        sha, _, diff = record.partition("\n")
-        path, header = None, False
-        for line in diff.splitlines():
-            if line.startswith("diff --git "):
-                header = True
-            elif header and line.startswith(("--- a/", "+++ b/")):
-                path = line[6:].rstrip("\t")
-            elif line.startswith("@@"):
-                header = False
-                if path not in changes or sha.strip() not in changes[path]:
-                    continue
-                context = line.split("@@", 2)[-1].strip()
-                if context:
-                    found[path][sha.strip()].append(context)
-    return {path: dict(commits) for path, commits in found.items()}
-
-
-class RepositoryHistory:
-    """The history `locate` reads: one repository's, at its indexed commit."""
-
-    def __init__(self, root: Path) -> None:
-        self.root = root
-
-    def files_like(self, words: Sequence[str]) -> list[PastFile]:
-        return files_like(self.root, words)
-
-    def definitions_changed(self, changes: dict[str, Sequence[str]]) -> dict[str, dict[str, list[str]]]:
-        return definitions_changed(self.root, changes)
+    return [(p, s, because[p][1]) for p, s in sorted(scores.items(), key=lambda item: -item[1])]

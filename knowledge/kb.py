@@ -7,6 +7,7 @@ import contextlib
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 
 from . import drift_notes, git, history, serving
@@ -302,7 +303,7 @@ class KnowledgeBase:
         """The files to change for an issue or task text, best first, as many as the budget holds `printed`."""
         if isinstance(request, str):
             request = LocateRequest(request, **fields)  # type: ignore[arg-type]
-        past = history.RepositoryHistory(self.root) if self.settings.history else None
+        past = partial(history.files_like, self.root) if self.settings.history else None
         return answer_locate(request, self.indexes(KINDS), self.settings, self.model, printed, past)
 
     # ---- docs that check themselves -----------------------------------------------------------------------------

@@ -6,8 +6,7 @@
     message   an error message the issue quotes is written in the file
     words     the issue's words (BM25 over the chunks, read per file)
     meaning   the static stage (its issue side: embedding/static.issue_static) over the title and prose
-    history   past commit messages like the issue changed the file (history.py), and within it the functions
-              those commits changed
+    history   past commit messages like the issue changed the file (history.py)
 
 Votes are reciprocal ranks within each signal, every signal alike (`LocatePolicy`); tests, docs,
 templates and changelogs are evidence, rarely the answer: their votes pass to the file a test names, and what is left
@@ -19,14 +18,14 @@ import re
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 from .issue import Frame, IssueText
 from .kind import KindIndex
 from .lexical import terms
 from .quiet import is_quiet
 from .ranking.query import name_key
-from .records import Chunk, LocatedEntity, LocatedFile, LocateEvidence, PastFile
+from .records import Chunk, LocatedEntity, LocatedFile, LocateEvidence
 
 if TYPE_CHECKING:
     import numpy as np
@@ -38,7 +37,6 @@ ENTITIES_PER_FILE = 5  # a file's functions, classes or sections named in the an
 COMMON_NAME_FILES = 12  # a name defined in more files than this says nothing of where
 FEW_FILES = 3  # a word naming more modules than this (`utils`, `base`) says nothing of which
 _TEST_SUBJECT = re.compile(r"(?:^|/)(?:test_)?([^/]+?)(?:_tests?)?\.\w+$")
-_IDENTIFIER = re.compile(r"([A-Za-z_]\w*)\s*(\()?")
 _DOC_ONLY = re.compile(r"(^|/)(\.github|changelog[^/]*|changes[^/]*|history[^/]*|news[^/]*|authors[^/]*)(/|$)", re.I)
 
 
@@ -55,33 +53,22 @@ Stage = tuple[str, Callable[[str], "np.ndarray"]]  # "static" or "dense", and it
 Vote = tuple[str, float, str, int | str | None]  # signal, score within the signal, detail, chunk key or id
 
 
-class History(Protocol):
-    """The repository's past as `locate` reads it (history.RepositoryHistory)."""
-
-    def files_like(self, words: Sequence[str]) -> list[PastFile]: ...
-
-    def definitions_changed(self, changes: dict[str, Sequence[str]]) -> dict[str, dict[str, list[str]]]: ...
-
-
 def locate(
     sources: Sequence[KindIndex],
     issue: IssueText,
     k: int,
     policy: LocatePolicy,
     meaning: Sequence[Stage] = (),
-    history: History | None = None,
+    history: Callable[[Sequence[str]], list[tuple[str, float, str]]] | None = None,
     keep: Callable[[str], bool] | None = None,
     coverages: Sequence[Coverage] | None = None,
 ) -> list[LocatedFile]:
     """The `k` files to change for `issue`, best first; `meaning` are the dense stages the sources answer with
     (("static", its query embedder), and ("dense", the transformer's) once vectors exist)."""
     known = {path: s for s in sources for path in s.searched.files()}
-    past = history.files_like(terms(issue.text)) if history is not None else []
-    votes = collect(sources, known, issue, meaning, past, coverages)
+    votes = collect(sources, known, issue, meaning, history, coverages)
     order = fuse(votes, {path: quiet_path(path, known) for path in known}, test_subjects(known), policy)
     chosen = [path for path in order if keep is None or keep(path)][:k]
-    if history is not None:
-        _past_definitions(history, [f for f in past if f.path in chosen], known, votes)
     return [_located(path, order[path], votes.get(path, []), known, policy) for path in chosen]
 
 
@@ -90,11 +77,10 @@ def collect(
     known: dict[str, KindIndex],
     issue: IssueText,
     meaning: Sequence[Stage] = (),
-    past: Sequence[PastFile] = (),
+    history: Callable[[Sequence[str]], list[tuple[str, float, str]]] | None = None,
     coverages: Sequence[Coverage] | None = None,
 ) -> dict[str, list[Vote]]:
-    """Every signal's votes, per file (`past`: the files history found; `coverages`: the sources', as the request
-    read them)."""
+    """Every signal's votes, per file (`coverages`: the sources', as the request read them)."""
     code = next((s for s in sources if s.kind == "code"), None)
     votes: dict[str, list[Vote]] = defaultdict(list)
     if code is not None:
@@ -107,9 +93,10 @@ def collect(
         _words(source, issue, votes)
         for stage, vector in vectors:
             _meaning(source, coverage, stage, vector, votes)
-    for file in past:
-        if file.path in known:
-            votes[file.path].append(("history", file.score, file.subject, None))
+    if history is not None:
+        for path, score, detail in history(terms(issue.text)):
+            if path in known:
+                votes[path].append(("history", score, detail, None))
     return votes
 
 
@@ -248,36 +235,6 @@ def _per_file(source: KindIndex, hits: list[tuple[int, float]], signal: str, vot
         seen.add(chunk.path)
 
 
-def _past_definitions(
-    history: History, past: Sequence[PastFile], known: dict[str, KindIndex], votes: dict[str, list[Vote]]
-) -> None:
-    """The functions and classes that the past commits like the issue changed in the answered code files, each given
-    its share of the commit's vote (the file's own history vote is unchanged), so that history ranks a file's entities
-    as it ranks files."""
-    code = {file.path: dict(file.commits) for file in past if known[file.path].kind == "code"}
-    changed = history.definitions_changed({path: list(commits) for path, commits in code.items()})
-    for path, by_commit in changed.items():
-        symbols: dict[str, list[str]] = defaultdict(list)
-        for chunk in known[path].searched.chunks_of_path(path):
-            if chunk.symbol:
-                symbols[chunk.symbol].append(chunk.id)
-        subject = next((detail for signal, _, detail, _ in votes[path] if signal == "history"), "")
-        for sha, contexts in by_commit.items():
-            named = list(dict.fromkeys(chunk_id for context in contexts for chunk_id in _defined(context, symbols)))
-            for chunk_id in named:
-                votes[path].append(("history", code[path][sha] / len(named), subject, chunk_id))
-
-
-def _defined(context: str, symbols: dict[str, list[str]]) -> list[str]:
-    """The chunks a hunk header's definition line names (`def _print_Mul(self, expr):`, `func (s *Server) Serve(`):
-    its first name followed by a bracket that a chunk of the file bears, else its first name that one does."""
-    found = [(m.group(1), m.group(2) is not None) for m in _IDENTIFIER.finditer(context)]
-    for name in [name for name, bracket in found if bracket] + [name for name, _ in found]:
-        if name in symbols:
-            return symbols[name]
-    return []
-
-
 # ---- fusion ------------------------------------------------------------------------------------------------------
 def quiet_path(path: str, known: dict[str, KindIndex]) -> bool:
     return is_quiet(path) or known[path].kind == "docs" or _DOC_ONLY.search(path) is not None
@@ -342,33 +299,32 @@ def _located(
     their votes, each rank worth 1 / (rank_constant + rank)), save that a traceback's frames come first, the one
     nearest the error first: what ran when it failed says more of where than any likeness (bench/locate.py, function
     level)."""
-    index = known[path]
-    by_key = index.searched.chunks([key for _, _, _, key in path_votes if isinstance(key, int)])
-    chunks = {chunk.id: chunk for chunk in by_key.values()}
     evidence: dict[tuple[str, str], float] = {}
-    per_signal: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    per_signal: dict[str, dict[int | str, float]] = defaultdict(lambda: defaultdict(float))
     for signal, value, detail, key in path_votes:
         evidence[(signal, detail)] = max(evidence.get((signal, detail), 0.0), value)
-        chunk_id = by_key[key].id if isinstance(key, int) and key in by_key else key if isinstance(key, str) else None
-        if chunk_id is not None:  # a chunk's votes meet under its id, whichever list found it
-            per_signal[signal][chunk_id] += value
-    for chunk_id in {k for votes_of in per_signal.values() for k in votes_of} - set(chunks):
-        if (chunk := index.chunk_by_id(chunk_id)) is not None:
-            chunks[chunk_id] = chunk
-    place = {chunk_id: (chunk.line_start, chunk_id) for chunk_id, chunk in chunks.items()}  # ties: the file's order
-    fused: dict[str, float] = defaultdict(float)
+        if key is not None:
+            per_signal[signal][key] += value
+    fused: dict[int | str, float] = defaultdict(float)
     for votes_of in per_signal.values():
-        ranked = sorted((k for k in votes_of if k in place), key=lambda k: (-votes_of[k], place[k]))
-        for rank, chunk_id in enumerate(ranked):
-            fused[chunk_id] += 1.0 / (policy.rank_constant + rank + 1)
+        for rank, key in enumerate(sorted(votes_of, key=lambda k: (-votes_of[k], str(k)))):
+            fused[key] += 1.0 / (policy.rank_constant + rank + 1)
     frames = per_signal.get("frame", {})
-    order = sorted(fused, key=lambda k: (-frames.get(k, 0.0), -fused[k], place[k]))
-    entities = [chunks[chunk_id] for chunk_id in order[:ENTITIES_PER_FILE]]
+    order = sorted(fused, key=lambda k: (-frames.get(k, 0.0), -fused[k], str(k)))
+    index = known[path]
+    by_key = index.searched.chunks([key for key in order if isinstance(key, int)])
+    entities: dict[str, LocatedEntity] = {}
+    for key in order:
+        chunk = by_key.get(key) if isinstance(key, int) else index.chunk_by_id(key)
+        if chunk is not None and chunk.id not in entities:
+            entities[chunk.id] = LocatedEntity(chunk.id, _label(chunk), chunk.line_start, chunk.line_end)
+        if len(entities) == ENTITIES_PER_FILE:
+            break
     return LocatedFile(
         path=path,
         score=round(score, 4),
         evidence=tuple(LocateEvidence(signal, detail) for (signal, detail) in evidence),
-        entities=tuple(LocatedEntity(c.id, _label(c), c.line_start, c.line_end) for c in entities),
+        entities=tuple(entities.values()),
     )
 
 

@@ -12,10 +12,11 @@ from .config import Settings
 from .globs import glob_to_regex, matches_any
 from .issue import read_issue
 from .kind import KindIndex
-from .locate import History, LocatePolicy, Stage, locate
+from .locate import LocatePolicy, Stage, locate
 from .records import LocatedFile, LocateResponse
 
 DEFAULT_K = 10
+History = Callable[[Sequence[str]], list[tuple[str, float, str]]]
 
 
 def answer_locate(

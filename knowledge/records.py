@@ -155,17 +155,6 @@ class LocateEvidence:
 
 
 @dataclass(frozen=True, slots=True)
-class PastFile:
-    """A file that past commits like an issue changed: their shares summed, the best one's subject, and each
-    commit (sha, share) that changed it."""
-
-    path: str
-    score: float
-    subject: str
-    commits: tuple[tuple[str, float], ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
 class LocatedEntity:
     """A function, class or doc section of a located file that drew evidence."""
 

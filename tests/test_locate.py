@@ -126,46 +126,6 @@ def test_history_points_at_the_files_past_commits_like_the_issue_changed(shop):
     assert {"signal": "history", "detail": "Fix rounding of amounts"} in money["evidence"]
 
 
-def test_history_ranks_a_files_functions_by_what_past_commits_like_the_issue_changed(git_repo):
-    body = "    total = 0\n    for entry in entries:\n        total += entry\n    return total\n\n\n"
-    ledger = "".join(
-        f"def {name}(entries):\n{body}" for name in ("sum_entries", "carry_entries", "post_entries", "close_entries")
-    )
-    commit(git_repo, {"books/__init__.py": "", "books/ledger.py": ledger}, "Start the books")
-    fixed = ledger.replace("def carry_entries(entries):\n    total = 0", "def carry_entries(entries):\n    total = 0.0")
-    commit(git_repo, {"books/ledger.py": fixed}, "Fractional cents vanish when balances move to the next year")
-    run(git_repo, "reindex-all", "--quiet")
-    issue = "Fractional cents vanish again when balances move to the next year\n\nThe books lose them.\n"
-
-    def entities(*args):
-        data, paths = located(git_repo, issue, *args)
-        assert paths[0] == "books/ledger.py"
-        return [entity["name"] for entity in data["files"][0]["entities"]]
-
-    assert entities()[0] == "carry_entries"  # the function the like commit changed: its hunk's definition line
-    kb = KnowledgeBase.open(git_repo, overrides={"history": False}, embedder_factory=lambda s: HashingEmbedder())
-    assert kb.locate(issue).files[0].entities[0].name != "carry_entries"  # no other signal tells them apart
-
-
-def test_the_definitions_a_commit_changed_come_from_gits_own_drivers_for_each_language(git_repo):
-    server = "package web\n\ntype Server struct{}\n\nfunc (s *Server) Start() {\n\tprintln(1)\n}\n\n"
-    server += "func (s *Server) Serve(port int) {\n\tprintln(2)\n}\n"
-    shop = "class Basket:\n    def add(self, item):\n        return item\n\n    def total(self):\n        return 0\n"
-    commit(git_repo, {"web/server.go": server, "shop/basket.py": shop, "README.md": "# Shop\n\nA basket.\n"})
-    changed = {
-        "web/server.go": server.replace("println(2)", "println(3)"),
-        "shop/basket.py": shop.replace("return 0", "return 1"),
-        "README.md": "# Shop\n\nA basket of goods.\n",
-    }
-    commit(git_repo, changed, "Serve the total")
-    sha = git(git_repo, "rev-parse", "HEAD").strip()
-    found = history.definitions_changed(git_repo, {path: [sha] for path in changed})
-    assert found["web/server.go"][sha] == ["func (s *Server) Serve(port int) {"]
-    assert found["shop/basket.py"][sha] == ["def total(self):"]
-    assert found["README.md"][sha] == ["# Shop"]
-    assert history.definitions_changed(git_repo, {"shop/basket.py": ["0" * 40]}) == {}  # git cannot say: no evidence
-
-
 def test_nothing_committed_after_the_indexed_commit_is_used(shop):
     commit(shop, {"shop/catalog.py": PACKAGE["shop/catalog.py"] + "# zebra\n"}, "Quagga fix in the catalogue")
     data, _ = located(shop, "quagga")  # not reindexed: the commit is after the indexed one
