@@ -313,11 +313,14 @@ def _located(
     order = sorted(fused, key=lambda k: (-frames.get(k, 0.0), -fused[k], str(k)))
     index = known[path]
     by_key = index.searched.chunks([key for key in order if isinstance(key, int)])
+    definitions = _definitions(index.searched.chunks_of_path(path))
     entities: dict[str, LocatedEntity] = {}
     for key in order:
         chunk = by_key.get(key) if isinstance(key, int) else index.chunk_by_id(key)
-        if chunk is not None and chunk.id not in entities:
-            entities[chunk.id] = LocatedEntity(chunk.id, _label(chunk), chunk.line_start, chunk.line_end)
+        if chunk is None:
+            continue
+        entity = definitions.get(chunk.id) or LocatedEntity(chunk.id, _label(chunk), chunk.line_start, chunk.line_end)
+        entities.setdefault(entity.id, entity)
         if len(entities) == ENTITIES_PER_FILE:
             break
     return LocatedFile(
@@ -326,6 +329,28 @@ def _located(
         evidence=tuple(LocateEvidence(signal, detail) for (signal, detail) in evidence),
         entities=tuple(entities.values()),
     )
+
+
+def _definitions(chunks: Sequence[Chunk]) -> dict[str, LocatedEntity]:
+    """Each chunk's id -> the definition it is part of. A definition too long for one chunk is indexed as windows of
+    one name whose lines overlap (chunking/code.py, chunking/markdown.py): the answer names it once, all its lines."""
+    by_name: dict[str, list[Chunk]] = defaultdict(list)
+    for chunk in chunks:
+        by_name[_label(chunk)].append(chunk)
+    runs: list[list[Chunk]] = []
+    for parts in by_name.values():
+        ordered = sorted(parts, key=lambda c: (c.line_start, c.line_end))
+        runs.append([ordered[0]])
+        for chunk in ordered[1:]:
+            if chunk.line_start <= max(c.line_end for c in runs[-1]) + 1:
+                runs[-1].append(chunk)
+            else:
+                runs.append([chunk])
+    out: dict[str, LocatedEntity] = {}
+    for run in runs:
+        whole = LocatedEntity(run[0].id, _label(run[0]), run[0].line_start, max(c.line_end for c in run))
+        out.update((c.id, whole) for c in run)
+    return out
 
 
 def _label(chunk: Chunk) -> str:

@@ -253,3 +253,23 @@ def test_a_files_entities_are_ranked_by_every_chunk_the_signals_found_a_tracebac
     assert names[:2] == ["add_totals", "scale_totals"]  # the frames, the one nearest the error first
     assert "round_totals" in names[2:]  # found by the words though no frame ran it
     assert "describe_totals" not in names[:3]
+
+
+def test_a_definition_split_into_windows_is_one_entity_with_all_its_lines(git_repo):
+    step = "    ledger_total = settle_ledger_entry(ledger_total, entries[{n}], rate_{n})\n"
+    steps = "".join(step.format(n=n) for n in range(150))
+    ledger = (
+        "def reconcile_ledger(entries):\n    ledger_total = 0\n"
+        + steps
+        + "    return ledger_total\n\n\ndef audit_ledger(entries):\n    return len(entries)\n"
+    )
+    commit(git_repo, {"books/__init__.py": "", "books/ledger.py": ledger})
+    run(git_repo, "reindex-all", "--quiet")
+    data, paths = located(git_repo, "reconcile_ledger settles every ledger entry with the wrong rate")
+    assert paths[0] == "books/ledger.py"
+    entities = data["files"][0]["entities"]
+    names = [entity["name"] for entity in entities]
+    assert names.count("reconcile_ledger") == 1, entities  # indexed as many windows, named once
+    whole = next(entity for entity in entities if entity["name"] == "reconcile_ledger")
+    assert (whole["line_start"], whole["line_end"]) == (1, 153)  # the whole definition, not the window that matched
+    assert "audit_ledger" in names
