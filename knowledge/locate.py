@@ -25,7 +25,7 @@ from .kind import KindIndex
 from .lexical import terms
 from .quiet import is_quiet
 from .ranking.query import name_key
-from .records import Chunk, LocatedEntity, LocatedFile, LocateEvidence
+from .records import Chunk, LocatedEntity, LocatedFile, LocateEvidence, group_key
 
 if TYPE_CHECKING:
     import numpy as np
@@ -332,24 +332,16 @@ def _located(
 
 
 def _definitions(chunks: Sequence[Chunk]) -> dict[str, LocatedEntity]:
-    """Each chunk's id -> the definition it is part of. A definition too long for one chunk is indexed as windows of
-    one name whose lines overlap (chunking/code.py, chunking/markdown.py): the answer names it once, all its lines."""
-    by_name: dict[str, list[Chunk]] = defaultdict(list)
+    """Each chunk's id -> the whole entity or section it is a part of, named once with all its lines: one too long for
+    a chunk is indexed as parts `path#name`, `path#name~2`, ... (records.group_key, the rule `search` answers by)."""
+    parts_of: dict[str, list[Chunk]] = defaultdict(list)
     for chunk in chunks:
-        by_name[_label(chunk)].append(chunk)
-    runs: list[list[Chunk]] = []
-    for parts in by_name.values():
-        ordered = sorted(parts, key=lambda c: (c.line_start, c.line_end))
-        runs.append([ordered[0]])
-        for chunk in ordered[1:]:
-            if chunk.line_start <= max(c.line_end for c in runs[-1]) + 1:
-                runs[-1].append(chunk)
-            else:
-                runs.append([chunk])
+        parts_of[group_key(chunk.id)].append(chunk)
     out: dict[str, LocatedEntity] = {}
-    for run in runs:
-        whole = LocatedEntity(run[0].id, _label(run[0]), run[0].line_start, max(c.line_end for c in run))
-        out.update((c.id, whole) for c in run)
+    for whole_id, parts in parts_of.items():
+        start, end = min(c.line_start for c in parts), max(c.line_end for c in parts)
+        whole = LocatedEntity(whole_id, _label(parts[0]), start, end)
+        out.update((c.id, whole) for c in parts)
     return out
 
 

@@ -272,4 +272,5 @@ def test_a_definition_split_into_windows_is_one_entity_with_all_its_lines(git_re
     assert names.count("reconcile_ledger") == 1, entities  # indexed as many windows, named once
     whole = next(entity for entity in entities if entity["name"] == "reconcile_ledger")
     assert (whole["line_start"], whole["line_end"]) == (1, 153)  # the whole definition, not the window that matched
+    assert whole["id"] == "books/ledger.py#reconcile_ledger"  # the id `show` and `search` give it
     assert "audit_ledger" in names
