@@ -124,6 +124,8 @@ def test_history_points_at_the_files_past_commits_like_the_issue_changed(shop):
     data, _paths = located(shop, "amounts have a rounding problem")
     money = next(f for f in data["files"] if f["path"] == "shop/money.py")
     assert {"signal": "history", "detail": "Fix rounding of amounts"} in money["evidence"]
+    text = run(shop, "locate", "amounts have a rounding problem").stdout
+    assert 'history "Fix rounding of amounts"' in text  # a commit's subject is quoted, not run into the signal's name
 
 
 def test_nothing_committed_after_the_indexed_commit_is_used(shop):

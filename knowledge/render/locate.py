@@ -39,8 +39,18 @@ def locate_to_dict(response: LocateResponse) -> JsonObject:
     }
 
 
+QUOTED = {"message", "history"}  # evidence whose detail is free text (a message, a commit's subject): quoted
+
+
+def _evidence(signal: str, detail: str) -> str:
+    if not detail:
+        return signal
+    text = shown(clip(detail, 60))
+    return f'{signal} "{text}"' if signal in QUOTED else f"{signal} {text}"
+
+
 def located_text(file: LocatedFile) -> str:
-    signals = "; ".join(f"{e.signal} {shown(clip(e.detail, 60))}" if e.detail else e.signal for e in file.evidence[:6])
+    signals = "; ".join(_evidence(e.signal, e.detail) for e in file.evidence[:6])
     lines = [f"{shown(file.path)}  ({signals})"]
     lines += [f"    {e.line_start}-{e.line_end}  {shown(e.name)}" for e in file.entities]
     return "\n".join(lines) + "\n"
