@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from .chunking.languages import language_of
 from .issue import Frame, IssueText
 from .kind import KindIndex
 from .lexical import terms
@@ -37,7 +38,8 @@ ENTITIES_PER_FILE = 5  # a file's functions, classes or sections named in the an
 COMMON_NAME_FILES = 12  # a name defined in more files than this says nothing of where
 FEW_FILES = 3  # a word naming more modules than this (`utils`, `base`) says nothing of which
 _TEST_SUBJECT = re.compile(r"(?:^|/)(?:test_)?([^/]+?)(?:_tests?)?\.\w+$")
-_DOC_ONLY = re.compile(r"(^|/)(\.github|changelog[^/]*|changes[^/]*|history[^/]*|news[^/]*|authors[^/]*)(/|$)", re.I)
+_DOC_FOLDER = re.compile(r"(^|/)\.github/")
+_RECORD_NAME = re.compile(r"(^|/)(changelog|changes|history|news|authors)[^/]*(/|$)", re.I)  # HISTORY.rst, changes/
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,7 +140,7 @@ def _frames_and_paths(issue: IssueText, known: dict[str, KindIndex], votes: dict
             votes[path].append(("path", 1.0, written, None))
     stems: dict[str, list[str]] = defaultdict(list)
     for path in known:
-        if known[path].kind == "code":
+        if known[path].kind == "code" and language_of(path) is not None:  # a module: source, not `setup.cfg`
             stems[path.rsplit("/", 1)[-1].rsplit(".", 1)[0].lower()].append(path)
     for word in issue.words:  # a word that is a module's name: "decompose() in intpoly"
         named = stems.get(word, [])
@@ -237,7 +239,11 @@ def _per_file(source: KindIndex, hits: list[tuple[int, float]], signal: str, vot
 
 # ---- fusion ------------------------------------------------------------------------------------------------------
 def quiet_path(path: str, known: dict[str, KindIndex]) -> bool:
-    return is_quiet(path) or known[path].kind == "docs" or _DOC_ONLY.search(path) is not None
+    """Evidence rather than an answer: a test, a doc, anything under `.github/`, and a project's records (changelog,
+    news, history, authors) unless the file is source code (`pkg/history.py` is code like any other)."""
+    if is_quiet(path) or known[path].kind == "docs" or _DOC_FOLDER.search(path) is not None:
+        return True
+    return _RECORD_NAME.search(path) is not None and language_of(path) is None
 
 
 def fuse(

@@ -276,3 +276,20 @@ def test_a_definition_split_into_windows_is_one_entity_with_all_its_lines(git_re
     assert (whole["line_start"], whole["line_end"]) == (1, 153)  # the whole definition, not the window that matched
     assert whole["id"] == "books/ledger.py#reconcile_ledger"  # the id `show` and `search` give it
     assert "audit_ledger" in names
+
+
+def test_a_source_file_named_like_a_changelog_is_code_and_a_config_file_is_not_a_module(git_repo):
+    commit(
+        git_repo,
+        {
+            "visits/__init__.py": "",
+            "visits/history.py": "def record_visit(log, page):\n    log.append(page)\n    return log[-10:]\n",
+            "visits/pages.py": "def page_title(page):\n    return page.title()\n",
+            "visits.toml": "[visits]\nkeep = 10\n",
+        },
+    )
+    run(git_repo, "reindex-all", "--quiet")
+    data, paths = located(git_repo, "The visit history drops visits: record_visit keeps too few of the visits")
+    assert paths[0] == "visits/history.py"  # source code, though its name is a changelog's
+    toml = next(f for f in data["files"] if f["path"] == "visits.toml")
+    assert [e for e in toml["evidence"] if e["signal"] == "path"] == []  # `visits` names no module there
