@@ -40,8 +40,8 @@ LOCATE_DOC = """Where to change for an issue or task: give the text as filed (ti
 length). Returns the files most likely to need the change, best first, each with its evidence (frame: a traceback
 frame; path: the text names the file or module; name: a symbol the text uses is defined there; message: a quoted
 error message is written there; words; meaning; history: past commits like this text changed it) and its entities
-(functions, classes, sections with their lines: follow them with `get_source`). The question is not echoed; all of
-it fits the token budget."""
+(functions, classes, sections, each with its whole line range: follow them with `get_source`). The question is not
+echoed; all of it fits the token budget."""
 
 OPERATIONS = (
     Operation("search", "POST", "/v1/search", SearchRequest, "search", SEARCH_DOC),
