@@ -117,7 +117,7 @@ def _wheel(folder, name, version, pth=""):
     files = {
         f"{name}/__init__.py": "",
         f"{name}-{version}.dist-info/METADATA": (f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"),
-        f"{name}-{version}.dist-info/WHEEL": "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+        f"{name}-{version}.dist-info/WHEEL": "Wheel-Version: 1.0\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
     }
     if pth:
         files[f"{name}.pth"] = pth
@@ -157,7 +157,8 @@ def test_uv_reads_no_configuration_from_the_shared_temp_folder(tmp_path, monkeyp
     monkeypatch.setattr(tempfile, "tempdir", str(shared))
     monkeypatch.setattr(fetch.importlib.util, "find_spec", lambda name: None)  # a `uv tool` environment: no pip
     command = fetch.installer_command(["tinypkg"])
-    assert command[0] == uv and "--no-config" in command
+    assert command[0] == uv
+    assert "--no-config" in command
     command[command.index(sys.executable)] = python
     done = fetch._run([*command, "--no-index", "--find-links", str(tmp_path / "good")])
     assert done.returncode == 0, done.stderr
@@ -178,4 +179,6 @@ def test_the_installer_runs_in_a_new_folder_only_this_user_can_enter(tmp_path, m
     code = "import os, stat; print(os.getcwd(), oct(stat.S_IMODE(os.stat('.').st_mode)))"
     done = fetch._run([sys.executable, "-c", code])
     cwd, mode = done.stdout.split()
-    assert cwd != str(tmp_path) and cwd.startswith(str(tmp_path)) and mode == "0o700"
+    assert cwd != str(tmp_path)
+    assert cwd.startswith(str(tmp_path))
+    assert mode == "0o700"
