@@ -23,7 +23,7 @@ from .fs import make_dirs, open_append, write_file
 from .git import commit_exists, repo_root
 from .path_gate import generated_file
 from .records import INDEX_DIR_NAME, IndexReport, Progress
-from .snapshot import SnapshotInfo, export_index, import_index, read_manifest, write_origin
+from .snapshot import SnapshotInfo, export_index, import_index, read_manifest, terminated_as_exit, write_origin
 
 __all__ = ["CLIENTS", "MODEL_VARIANTS", "SCOPES", "Change"]
 
@@ -270,9 +270,9 @@ def import_snapshot_from(
     kb: KnowledgeBase, url: str, progress: Callable[[Progress], None] | None = None
 ) -> tuple[SnapshotInfo, IndexReport]:
     """The snapshot at `url` fetched into `.knowledge/` (snapshot_fetch.py), imported, and the fetched file removed."""
-    from .snapshot_fetch import fetch_snapshot
+    from .snapshot_fetch import FetchLimits, fetch_snapshot
 
-    fetched = fetch_snapshot(kb.root, url, progress)
+    fetched = fetch_snapshot(kb.root, url, FetchLimits(kb.settings.snapshot_max_bytes), progress)
     try:
         return import_snapshot(kb, fetched)
     finally:
@@ -298,7 +298,8 @@ def import_snapshot(kb: KnowledgeBase, path: Path) -> tuple[SnapshotInfo, IndexR
             move()
             write_origin(kb.root, info.commit)
 
-    import_index(kb.root, info, swap)
+    with terminated_as_exit():  # a killed import leaves no unpacked copy behind
+        import_index(kb.root, info, swap, kb.settings.snapshot_max_bytes)
     report = kb.reindex_changes(embed=False)
     if report.chunks_pending:  # what changed since the snapshot gets its vectors in the background, as after a reindex
         kb.embed_in_background()

@@ -150,6 +150,7 @@ class Settings:
     code_include: tuple[str, ...] = DEFAULT_CODE_INCLUDE
     code_exclude: tuple[str, ...] = DEFAULT_CODE_EXCLUDE
     max_file_bytes: int = 2_000_000
+    snapshot_max_bytes: int = 16_000_000_000  # `import` refuses a bigger snapshot (a 195k-chunk index is ~1 GB)
     k: int = 10
     threshold: float | None = None
     full_threshold: float | None = None
@@ -171,6 +172,7 @@ ENV_VARS: dict[str, tuple[str, ...]] = {
     "model_variant": ("KNOWLEDGE_MODEL_VARIANT",),
     "home": ("KNOWLEDGE_HOME",),
     "max_file_bytes": ("KNOWLEDGE_MAX_FILE_BYTES",),
+    "snapshot_max_bytes": ("KNOWLEDGE_SNAPSHOT_MAX_BYTES",),
     "k": ("KNOWLEDGE_K",),
     "threshold": ("KNOWLEDGE_THRESHOLD", "SEARCH_SIMILARITY_THRESHOLD"),
     "full_threshold": ("KNOWLEDGE_FULL_THRESHOLD", "SEARCH_FULL_CONTEXT_SIMILARITY_THRESHOLD"),
@@ -195,7 +197,7 @@ def _coerce(name: str, value: Any, origin: str) -> Any:  # noqa: ANN401 - valida
             if not -1.0 <= number <= 1.0:
                 raise fail(f"{number} is not a cosine similarity in [-1, 1]")
             return number
-        if name in {"k", "budget", "max_file_bytes"}:
+        if name in {"k", "budget", "max_file_bytes", "snapshot_max_bytes"}:
             if isinstance(value, bool):
                 raise fail("expected an integer")
             number = int(value)

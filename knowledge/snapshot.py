@@ -15,16 +15,19 @@ import json
 import os
 import re
 import shutil
+import signal
 import sqlite3
 import tarfile
 import tempfile
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import KnowledgeError
 from .fs import atomic_write, fsync_dir, open_new_private, private_dir
 from .store import index_dir
+from .store.local_files import index_files_problem
 
 SNAPSHOT_FORMAT = 1
 MANIFEST = "snapshot.json"
@@ -109,6 +112,12 @@ def read_manifest(path: Path) -> SnapshotInfo:
         raise KnowledgeError(f"{path}: the snapshot's {MANIFEST} is malformed ({exc})") from None
     if not re.fullmatch(r"[0-9a-f]{40}|[0-9a-f]{64}", info.commit):
         raise KnowledgeError(f"{path}: the snapshot names no commit")
+    stated = sum(size for size, _ in info.files.values())
+    if stated > path.stat().st_size:
+        raise KnowledgeError(
+            f"{path}: its files are said to hold {stated:,} bytes, more than the {path.stat().st_size:,} of the "
+            f"snapshot; refused"
+        )
     unknown = sorted(name for name in info.files if not _MEMBER.match(name))
     if unknown or not any(name.endswith(".sqlite") and name != "history.sqlite" for name in info.files):
         said = f" (unknown: {', '.join(unknown)})" if unknown else ""
@@ -116,12 +125,16 @@ def read_manifest(path: Path) -> SnapshotInfo:
     return info
 
 
-def import_index(root: Path, info: SnapshotInfo, swap: Callable[[Callable[[], None]], None]) -> None:
+def import_index(root: Path, info: SnapshotInfo, swap: Callable[[Callable[[], None]], None], max_bytes: int) -> None:
     """Unpack `info.path` into a private folder, each file checked against its stated size and checksum, then
     `swap` runs the move into `.knowledge/` (under the writer lock): the kinds the snapshot holds replace the ones
-    there, the others stay."""
+    there, the others stay. Only plain members whose bytes lie inside the archive are read (a sparse member's
+    stated size is not what it holds), and never more than `max_bytes` in all."""
     folder = index_dir(root)
     private_dir(folder)
+    archive_bytes = info.path.stat().st_size
+    if archive_bytes > max_bytes:
+        raise KnowledgeError(f"{info.path}: {archive_bytes:,} bytes, over the snapshot_max_bytes limit ({max_bytes:,})")
     with tempfile.TemporaryDirectory(prefix=".import.", dir=folder) as scratch:
         seen: set[str] = set()
         try:
@@ -129,8 +142,11 @@ def import_index(root: Path, info: SnapshotInfo, swap: Callable[[Callable[[], No
                 for member in archive:
                     if member.name == MANIFEST:
                         continue
-                    if member.name not in info.files or not member.isfile() or member.name in seen:
+                    plain = member.type in (tarfile.REGTYPE, tarfile.AREGTYPE) and not member.issparse()
+                    if member.name not in info.files or not plain or member.name in seen:
                         raise KnowledgeError(f"{info.path}: unexpected entry {member.name!r}; the snapshot is refused")
+                    if member.offset_data + member.size > archive_bytes:
+                        raise KnowledgeError(f"{info.path}: {member.name} runs past the end of the file; truncated?")
                     size, sha = info.files[member.name]
                     if member.size != size:
                         raise KnowledgeError(f"{info.path}: {member.name} is {member.size} bytes, {size} stated")
@@ -149,6 +165,11 @@ def import_index(root: Path, info: SnapshotInfo, swap: Callable[[Callable[[], No
         missing = sorted(set(info.files) - seen)
         if missing:
             raise KnowledgeError(f"{info.path}: truncated: {', '.join(missing)} missing")
+        for name in sorted(seen):
+            if name.endswith(".sqlite") and name != "history.sqlite":
+                problem = index_files_problem(Path(scratch), name.removesuffix(".sqlite"))
+                if problem:
+                    raise KnowledgeError(f"{info.path}: {problem}; the snapshot is refused, nothing was replaced")
 
         def move() -> None:
             kinds = {name.split(".", 1)[0] for name in seen if name != "history.sqlite"}
@@ -163,6 +184,24 @@ def import_index(root: Path, info: SnapshotInfo, swap: Callable[[Callable[[], No
             fsync_dir(folder)
 
         swap(move)
+
+
+@contextlib.contextmanager
+def terminated_as_exit() -> Iterator[None]:
+    """SIGTERM raises SystemExit while the block runs (in the main thread), so that its clean-up runs: a killed
+    import leaves no partial file. Elsewhere (a server's worker thread) nothing changes."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def exit_now(signum: int, frame: object) -> None:
+        raise SystemExit(128 + signum)
+
+    previous = signal.signal(signal.SIGTERM, exit_now)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def write_origin(root: Path, commit: str) -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 from ..fs import atomic_write
 from ..quiet import is_quiet
 from . import FORMAT_VERSION, Manifest, StoreSummary, index_dir
-from .vectors import remove_stale_temp_files
+from .vectors import SnapshotIdentity, remove_stale_temp_files, snapshot_file_problem
 
 FTS_TOKENIZER = "porter unicode61 tokenchars '_'"
 # The name a code chunk defines, as the ranking rules compare names: lower case, no underscores.
@@ -77,6 +77,25 @@ class Transaction:
 def read_meta(db: sqlite3.Connection, name: str) -> str | None:
     row = db.execute("SELECT value FROM meta WHERE name = ?", (name,)).fetchone()
     return row[0] if row else None
+
+
+def index_files_problem(folder: Path, kind: str) -> str | None:
+    """What keeps `kind`'s files in `folder` from being opened as an index (a snapshot's, before it replaces the
+    working one): the database must open and hold the schema, and the vector file must be the one it records."""
+    database = folder / f"{kind}.sqlite"
+    try:
+        with contextlib.closing(sqlite3.connect(f"file:{database}?mode=ro", uri=True)) as db:
+            db.execute("SELECT count(*) FROM chunks").fetchone()
+            recorded = read_meta(db, "snapshot")
+        identity = SnapshotIdentity.from_json(json.loads(recorded or "null"))
+    except (sqlite3.Error, ValueError, KeyError, TypeError) as exc:
+        return f"{kind}.sqlite is not a readable index ({exc})"
+    vectors = folder / f"{kind}.usearch"
+    if identity is None or not identity.count:
+        return f"{kind}.usearch is there but {kind}.sqlite records no vectors" if vectors.exists() else None
+    if not vectors.is_file():
+        return f"{kind}.sqlite records {identity.count:,} vectors, and {kind}.usearch is missing"
+    return snapshot_file_problem(vectors, identity)
 
 
 def remove_leftovers(folder: Path) -> None:

@@ -81,6 +81,20 @@ def matching_file(path: Path, identity: SnapshotIdentity) -> Path | None:
     return None
 
 
+def snapshot_file_problem(path: Path, identity: SnapshotIdentity) -> str | None:
+    """Why `path` is not the snapshot `identity` records (size, checksum, a readable HNSW file of that many vectors),
+    or None."""
+    if path.stat().st_size != identity.size or _sha256(path) != identity.sha256:
+        return f"{path.name} is not the vector file its index records"
+    try:
+        index = usearch_index_class().restore(str(path), view=True)
+    except Exception as exc:  # usearch raises bare RuntimeError/AssertionError
+        return f"{path.name} cannot be opened as a vector index ({exc})"
+    if index is None or len(index) != identity.count:
+        return f"{path.name} does not hold the {identity.count:,} vectors its index records"
+    return None
+
+
 class Snapshot:
     """A read-only, memory-mapped HNSW snapshot."""
 
