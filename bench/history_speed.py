@@ -21,6 +21,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from knowledge import history
+from knowledge.secrets import SecretRedactor
 
 
 def git(root: Path, *args: str) -> str:
@@ -39,19 +40,19 @@ def main() -> None:
         (root / ".knowledge").mkdir()
         git(root, "update-ref", "HEAD", line[0])
         started = time.perf_counter()
-        first = history.sync(root)
+        first = history.sync(root, SecretRedactor())
         first_s = time.perf_counter() - started
         steps = []
         for commit in line[1 : args.steps + 1]:
             git(root, "update-ref", "HEAD", commit)
             started = time.perf_counter()
-            history.sync(root)
+            history.sync(root, SecretRedactor())
             steps.append((time.perf_counter() - started) * 1000)
         git(root, "update-ref", "HEAD", line[-1])
-        history.sync(root)
+        history.sync(root, SecretRedactor())
         git(root, "update-ref", "HEAD", line[0])  # a switch back 200 commits: the history drops what it no longer sees
         started = time.perf_counter()
-        back = history.sync(root)
+        back = history.sync(root, SecretRedactor())
         back_ms = (time.perf_counter() - started) * 1000
     steps.sort()
     print(f"first read: {first.commits if first else 0} commits in {first_s:.2f} s")

@@ -19,6 +19,7 @@ from pathlib import Path
 from .errors import KnowledgeError
 from .fs import create_private_file
 from .git import head_commit, is_ancestor, repo_root, run_git
+from .secrets import SecretRedactor
 
 HISTORY_COMMITS = 10_000  # the newest reachable commits kept: years of most projects, read in seconds
 MAX_FILES = 40  # a commit that changed more files (a reformat, a rename sweep) says little of where anything is
@@ -29,6 +30,8 @@ CREATE VIRTUAL TABLE IF NOT EXISTS messages USING fts5(message, tokenize='porter
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
 _RECORD, _FIELD = "\x1e", "\x1f"
+# How messages are captured: a store written another way (before messages were redacted) is read again from git
+CAPTURE = "redacted-1"
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,20 +63,30 @@ def _connect(path: Path) -> sqlite3.Connection:
     return db
 
 
-def keep(root: Path) -> None:
+def keep(root: Path, redactor: SecretRedactor | None) -> None:
     """`sync` as every reindex runs it: history is evidence, never a reason for indexing (or a commit) to fail."""
     with contextlib.suppress(KnowledgeError, OSError, sqlite3.Error, ValueError):
         if repo_root(root) is not None:
-            sync(root)
+            sync(root, redactor)
 
 
-def sync(root: Path, limit: int = HISTORY_COMMITS) -> SyncReport | None:
-    """Bring the history to HEAD: the newest `limit` commits reachable from it, nothing else. None outside git or
-    before the first commit."""
+def sync(root: Path, redactor: SecretRedactor | None, limit: int = HISTORY_COMMITS) -> SyncReport | None:
+    """Bring the history to HEAD: the newest `limit` commits reachable from it, nothing else, each message with its
+    secrets redacted as the files' are (`redactor`; None: the user turned redaction off). None outside git or before
+    the first commit."""
     head = head_commit(root)
     if head is None:
         return None
+    capture = CAPTURE if redactor is not None else "as-written"
     with contextlib.closing(_connect(history_path(root))) as db:
+        row = db.execute("SELECT value FROM meta WHERE key = 'capture'").fetchone()
+        if (row[0] if row else None) != capture:  # captured another way: every message is read again
+            with db:
+                db.execute("BEGIN IMMEDIATE")
+                db.execute("DELETE FROM commits")
+                db.execute("DELETE FROM messages")
+                db.execute("DELETE FROM meta WHERE key = 'tip'")
+                db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('capture', ?)", (capture,))
         row = db.execute("SELECT value FROM meta WHERE key = 'tip'").fetchone()
         tip = row[0] if row else None
         if tip == head:
@@ -100,7 +113,8 @@ def sync(root: Path, limit: int = HISTORY_COMMITS) -> SyncReport | None:
                     (commit.sha, commit.time, "\n".join(commit.files)),
                 )
                 if cursor.rowcount:
-                    row = (cursor.lastrowid, commit.message)
+                    message = redactor.redact(commit.message).text if redactor is not None else commit.message
+                    row = (cursor.lastrowid, message)
                     db.execute("INSERT INTO messages (rowid, message) VALUES (?, ?)", row)
             extra = _count(db) - limit
             if extra > 0:  # the oldest beyond the bound

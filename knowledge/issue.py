@@ -14,20 +14,24 @@ _OUTPUT = re.compile(r"^\s*Out\[\d+\]:")
 _INLINE = re.compile(r"`([^`\n]{1,200})`")
 # Python's frames (`File "…/pkg/mod.py", line 12, in f`) and pytest's short ones (`pkg/mod.py:12: in f`)
 _FRAME = re.compile(r"""File "([^"\n]+)", line (\d+)(?:, in ([\w<>.]+))?""")
-_SHORT_FRAME = re.compile(r"^\s*([\w./\\-]+\.\w{1,5}):(\d+):(?: in ([\w<>.]+))?", re.MULTILINE)
+_SHORT_FRAME = re.compile(r"^[ \t]*([\w./\\-]+\.\w{1,5}):(\d+):(?: in ([\w<>.]+))?", re.MULTILINE)
 _PATH = re.compile(
     r"(?<![\w/.-])((?:[\w.-]+/)*[\w-]+\.(?:py|pyx|pyi|js|jsx|ts|tsx|go|rs|java|kt|rb|php|c|cc|cpp|h|hpp|"
     r"cs|swift|scala|ex|lua|sh|md|rst|toml|cfg|ini|yaml|yml|json))(?![\w/])"
 )
 _DOTTED = re.compile(r"(?<![\w.])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)(?![\w(])")
-_CALLED = re.compile(r"(?<![\w])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)\s*\(")
+_CALLED = re.compile(r"(?<![\w])([A-Za-z_]\w{0,99}(?:\.[A-Za-z_]\w{0,99}){0,15})\s*\(")
 _PROSE_CALL = re.compile(r"(?<![\w.])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)\(\)?")  # `decompose()` said in a sentence
 _ATTRIBUTE = re.compile(r"\.([A-Za-z_]\w*)")
-_IMPORT = re.compile(r"^\s*(?:from\s+([\w.]+)\s+)?import\s+([\w., ()*]+)", re.MULTILINE)
-_EXCEPTION = re.compile(r"^\s*((?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception|Warning|Exit|Interrupt)):\s*(.+)$", re.MULTILINE)
+_IMPORT = re.compile(r"^[ \t]*(?:from\s+([\w.]+)\s+)?import\s+([\w., ()*]+)", re.MULTILINE)
+_EXCEPTION = re.compile(
+    r"^[ \t]*((?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception|Warning|Exit|Interrupt)):\s*(.+)$", re.MULTILINE
+)
 _QUOTED = re.compile(r"""["“']([^"'“”\n]{12,200})["”']""")
 _IDENT = re.compile(r"[A-Za-z_]\w*")
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]{3,}")
+READ_HEAD = 16_000  # of a longer paste (a CI log), its first characters: the title, the report, the command run
+READ_TAIL = 48_000  # and its last: the error and the frames nearest it
 MAX_NAMES = 64  # the names an issue's code uses, most-used first: enough for any issue, bounded for a pasted log
 _COMMON_WORDS = (
     "print self cls None True False len str int float list dict set tuple range type object isinstance super "
@@ -56,6 +60,18 @@ class IssueText:
     modules: tuple[str, ...]  # dotted names that may be modules or qualified names (`sympy.core.basic`, `Foo.bar`)
     names: tuple[str, ...]  # what the code calls, imports or reads as an attribute, most used first
     messages: tuple[str, ...]  # error messages and quoted strings, as written
+
+
+def clip_paste(text: str) -> tuple[str, int]:
+    """What of `text` is read: all of it up to READ_HEAD + READ_TAIL characters, else its head and its tail, each cut
+    at a line's end; and how many characters were left out between them."""
+    if len(text) <= READ_HEAD + READ_TAIL:
+        return text, 0
+    head = text[:READ_HEAD]
+    head = head[: head.rfind("\n") + 1] or head
+    tail = text[-READ_TAIL:]
+    tail = tail[tail.find("\n") + 1 :] or tail
+    return head + tail, len(text) - len(head) - len(tail)
 
 
 def read_issue(text: str) -> IssueText:

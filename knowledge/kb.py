@@ -15,7 +15,7 @@ from .answer import answer
 from .api.request import LocateRequest, SearchRequest
 from .chunking import CHUNKER_VERSION
 from .config import MODEL_VARIANTS, Settings, load_settings
-from .corpus import KINDS
+from .corpus import KINDS, redactor
 from .doc_lint import lint_docs
 from .docs_for import by_meaning, docs_for, meaning_query
 from .drift import find_drift
@@ -45,6 +45,7 @@ from .records import (
     SourceText,
 )
 from .render.locate import located_json
+from .secrets import SecretRedactor
 from .status import index_status, no_index_status
 from .store import lock_path
 from .store.engines import Engine, engine_for
@@ -170,6 +171,10 @@ class KnowledgeBase:
             yield
 
     # ---- indexing ---------------------------------------------------------------------------------------------
+    def _history_redactor(self) -> SecretRedactor | None:
+        """Commit messages are redacted as the files are: a key pasted into a message never reaches an answer."""
+        return redactor(self.settings.secret_patterns) if self.settings.redact_secrets else None
+
     def reindex_all(self, on_progress: ProgressCallback | None = None, embed: bool = True) -> IndexReport:
         """A clean index of every kind, searchable as soon as the chunks are in; then (if `embed`) the vectors."""
         started = time.monotonic()
@@ -178,7 +183,7 @@ class KnowledgeBase:
             commit = self._head()
             reports = [indexer.rebuild(kind, commit)[1] for kind in KINDS]
             if self.settings.history:
-                history.keep(self.root)
+                history.keep(self.root, self._history_redactor())
         result = self.embed_pending(on_progress, compact=True) if embed else None
         return self.completed(merge_reports(reports, started), result)
 
@@ -195,7 +200,7 @@ class KnowledgeBase:
             commit = self._head()
             reports = [self._update_kind(kind, paths, worktree, commit, on_progress) for kind in KINDS]
             if self.settings.history:
-                history.keep(self.root)
+                history.keep(self.root, self._history_redactor())
         result = self.embed_pending(on_progress) if embed and any(r.chunks_pending for r in reports) else None
         return self.completed(merge_reports(reports, started), result)
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 DEPTH = 400  # chunks read from each ranked list
 ENTITIES_PER_FILE = 5  # a file's functions, classes or sections named in the answer, best first
 COMMON_NAME_FILES = 12  # a name defined in more files than this says nothing of where
+MODULE_DEPTH = 12  # a dotted name's longest prefix tried as a module path: bounds the work a pasted `a.a.a…` costs
 FEW_FILES = 3  # a word naming more modules than this (`utils`, `base`) says nothing of which
 _TEST_SUBJECT = re.compile(r"(?:^|/)(?:test_)?([^/]+?)(?:_tests?)?\.\w+$")
 _DOC_FOLDER = re.compile(r"(^|/)\.github/")
@@ -103,7 +104,7 @@ def collect(
 
 
 # ---- signals -----------------------------------------------------------------------------------------------------
-def _suffix_match(written: str, known: dict[str, KindIndex]) -> str | None:
+def _suffix_match(written: str, by_file_name: Mapping[str, list[str]]) -> str | None:
     """The indexed file a written path names: the longest shared suffix of whole parts, unique at that length; the
     file name and, where both paths have one, the folder holding it (`/usr/lib/python3/json/decoder.py` is not the
     repository's `codecs/decoder.py`; `/home/me/checkout/setup.py` is its `setup.py`)."""
@@ -112,9 +113,7 @@ def _suffix_match(written: str, known: dict[str, KindIndex]) -> str | None:
         return None
     best: list[str] = []
     best_length = 0
-    for path in known:
-        if not path.endswith(parts[-1]) or path.rsplit("/", 1)[-1] != parts[-1]:
-            continue
+    for path in by_file_name.get(parts[-1], ()):
         theirs = path.split("/")
         length = 0
         while length < min(len(parts), len(theirs)) and parts[-1 - length] == theirs[-1 - length]:
@@ -129,13 +128,16 @@ def _suffix_match(written: str, known: dict[str, KindIndex]) -> str | None:
 
 
 def _frames_and_paths(issue: IssueText, known: dict[str, KindIndex], votes: dict[str, list[Vote]]) -> None:
+    by_file_name: dict[str, list[str]] = defaultdict(list)  # a written path's candidates: found by its last part,
+    for indexed in known:  # not by a walk over every file
+        by_file_name[indexed.rsplit("/", 1)[-1]].append(indexed)
     for frame in issue.frames:
-        path = _suffix_match(frame.path, known)
+        path = _suffix_match(frame.path, by_file_name)
         if path is not None:
             where = f"{path}:{frame.line}" + (f" in {frame.function}" if frame.function else "")
             votes[path].append(("frame", 1.0 / (1 + frame.position), where, _frame_entity(known[path], path, frame)))
     for written in issue.paths:
-        path = _suffix_match(written, known)
+        path = _suffix_match(written, by_file_name)
         if path is not None:
             votes[path].append(("path", 1.0, written, None))
     stems: dict[str, list[str]] = defaultdict(list)
@@ -149,9 +151,10 @@ def _frames_and_paths(issue: IssueText, known: dict[str, KindIndex], votes: dict
                 votes[path].append(("path", 0.5 / len(named), word, None))
     for dotted in issue.modules:
         parts = dotted.split(".")
-        for length in range(len(parts), 1, -1):  # `pkg.mod.Class.method`: the longest prefix that is a module
+        # `pkg.mod.Class.method`: the longest prefix that is a module (no module is nested deeper than this)
+        for length in range(min(len(parts), MODULE_DEPTH), 1, -1):
             stem = "/".join(parts[:length])
-            path = _suffix_match(stem + ".py", known) or _suffix_match(stem + "/__init__.py", known)
+            path = _suffix_match(stem + ".py", by_file_name) or _suffix_match(stem + "/__init__.py", by_file_name)
             if path is not None:
                 votes[path].append(("path", 0.8, dotted, None))
                 break

@@ -10,7 +10,7 @@ from .answer import Model, query_embedder, static_stage
 from .api.request import LocateRequest
 from .config import Settings
 from .globs import glob_to_regex, matches_any
-from .issue import read_issue
+from .issue import clip_paste, read_issue
 from .kind import KindIndex
 from .locate import LocatePolicy, Stage, locate
 from .records import LocatedFile, LocateResponse
@@ -36,7 +36,8 @@ def answer_locate(
     issue_side = model.issue_static() if stage is not None else None
     meaning: list[Stage] = [("static", issue_side.embed_query)] if issue_side is not None else []
     meaning += [("dense", dense)] if dense is not None else []
-    issue = read_issue(request.query)
+    text, left_out = clip_paste(request.query)
+    issue = read_issue(text)
     files = locate(
         sources, issue, request.k or DEFAULT_K, LocatePolicy(), meaning, history, _path_filter(request), coverages
     )
@@ -49,8 +50,8 @@ def answer_locate(
                 used += cost
                 break
         else:
-            return LocateResponse(len(request.query), tuple(kept), used, budget, len(files) - position)
-    return LocateResponse(len(request.query), tuple(kept), used, budget, 0)
+            return LocateResponse(len(request.query), tuple(kept), used, budget, len(files) - position, left_out)
+    return LocateResponse(len(request.query), tuple(kept), used, budget, 0, left_out)
 
 
 def _shapes(file: LocatedFile) -> list[LocatedFile]:

@@ -181,6 +181,7 @@ class LocateResponse:
     tokens_used: int
     budget: int
     omitted: int  # files left out by the budget
+    left_out_chars: int = 0  # of a paste longer than locate reads, the middle not read (issue.clip_paste)
 
 
 @dataclass(frozen=True, slots=True)

@@ -85,11 +85,26 @@ _CONTEXT_SHAPES: tuple[tuple[str, tuple[str, ...], str], ...] = (
         r"(?:\bmysql(?:dump|admin|import|show|check|slap)?\b[^\n]*?[ \t]-p(?P<secret>[^\s'\"`;&|$<>-][^\s'\"`;&|]{2,})"
         r"|--password=[\"']?(?P<flag>[^\s'\"`;&|$<>][^\s'\"`;&|]{2,}))",
     ),
-    # prose: `the password is …`
+    # `sshpass -p SECRET ssh …`, `docker login -u me -p SECRET`, `psql --password SECRET` (a flag and its value)
+    (
+        "password-in-command",
+        ("sshpass", "docker", "--password"),
+        r"(?:\b(?:sshpass|docker[ \t]+login)\b[^\n]*?[ \t]-p[ \t]*|--password[ \t]+)"
+        r"(?P<secret>[^\s'\"`;&|$<>-][^\s'\"`;&|]{2,})",
+    ),
+    # prose: `the password is …`, `the passphrase was …`
     (
         "password-in-prose",
-        ("password is", "password was", "passwd is"),
-        r"(?i)\bpass(?:word|wd)[ \t]+(?:is|was)[ \t]*:?[ \t]*[\"'`]?(?P<secret>[^\s\"'`,;]{4,}?)[\"'`.,;]?(?:\s|\z)",
+        ("password is", "password was", "passwd is", "passphrase is", "passphrase was"),
+        r"(?i)\bpass(?:word|wd|phrase)[ \t]+(?:is|was)[ \t]*:?[ \t]*[\"'`]?(?P<secret>[^\s\"'`,;]{4,}?)[\"'`.,;]?"
+        r"(?:\s|\z)",
+    ),
+    # prose the other way round: `Tr0ub4dor&3 is the passphrase`
+    (
+        "password-in-prose",
+        (" is the pass", " is our pass", " is my pass", " is the secret"),
+        r"(?i)(?:^|[\s(])[\"'`]?(?P<secret>[^\s\"'`,;()]{4,})[\"'`]?[ \t]+is[ \t]+(?:the|our|my)[ \t]+"
+        r"(?:password|passphrase|passwd|secret)\b",
     ),
 )
 _CONTEXTS = tuple((kind, hints, fixed_regex(pattern)) for kind, hints, pattern in _CONTEXT_SHAPES)
@@ -98,8 +113,9 @@ _PLACEHOLDER_VALUE = re.compile(
     r"changeme|redacted|example|placeholder|dummy|none|null|true|false|\w+_(?:token|key|secret|password))$)"
 )
 
-# scheme://user:password@host: the password part only; a password may hold `@`: the last `@` before the host ends it.
-_URL_PASSWORD = fixed_regex(r"\b[a-zA-Z][a-zA-Z0-9+.\-]*://[^\s:/@'\"]+:(?P<secret>[^\s/'\"]{3,})@[^\s/'\"@]")
+# scheme://user:password@host (redis://:password@host: no user): the password part only; a password may hold `@`:
+# the last `@` before the host ends it.
+_URL_PASSWORD = fixed_regex(r"\b[a-zA-Z][a-zA-Z0-9+.\-]*://[^\s:/@'\"]*:(?P<secret>[^\s/'\"]{2,})@[^\s/'\"@]")
 _PLACEHOLDER_WORDS = frozenset({"password", "passwd", "pass", "pwd", "pw", "secret", "foo", "bar", "baz", "user", "x"})
 
 # A secret-named key assigned a literal: `password = "..."`, `API_KEY: ...`, `"client_secret": "..."`: the key (a run

@@ -12,6 +12,7 @@ from knowledge import history
 from knowledge.cli import cli
 from knowledge.issue import read_issue
 from knowledge.kb import KnowledgeBase
+from knowledge.secrets import SecretRedactor
 
 from .conftest import HashingEmbedder, commit, git
 
@@ -213,7 +214,7 @@ def test_history_takes_file_names_and_messages_that_are_not_utf8(git_repo):
         ["git", "-c", "i18n.commitEncoding=latin-1", "commit", "-qm", "caf\xe9 fix".encode("latin-1")],
         cwd=git_repo, check=True,
     )  # fmt: skip
-    report = history.sync(git_repo)
+    report = history.sync(git_repo, SecretRedactor())
     assert report is not None
     assert report.commits == 2
 

@@ -218,6 +218,13 @@ def test_secrets_in_test_fixtures_are_said_by_status_not_by_every_run(repo):
         ('{"auths": {"ghcr.io": {"auth": "dXNlcjpwYXNzd29yZA=="}}}', "dXNlcjpwYXNzd29yZA=="),
         ("mysql -u root -pSECRETpw1 billing", "SECRETpw1"),
         ("The password is hunter2!", "hunter2"),
+        # round four: five shapes that passed on 0d65f9d
+        ("REDIS_URL=redis://:Rd1sPw9x@cache.internal:6379/0", "Rd1sPw9x"),
+        ("docker login -u deploy -p Dk8rPass77 registry.example.com", "Dk8rPass77"),
+        ("sshpass -p Ssh9Pass1 ssh deploy@host", "Ssh9Pass1"),
+        ("psql --password Pg5Secret2 -h db", "Pg5Secret2"),
+        ("Tr0ub4dor&3 is the passphrase for the staging box", "Tr0ub4dor&3"),
+        ("the passphrase is c0rrect-h0rse", "c0rrect-h0rse"),
     ],
 )
 def test_the_shapes_commands_headers_and_prose_give_a_password_are_redacted(line, secret):
@@ -238,6 +245,10 @@ def test_the_shapes_commands_headers_and_prose_give_a_password_are_redacted(line
         "if password is None:",
         "mysql -p billing",
         "Password=;",
+        "docker login --password-stdin registry.example.com",
+        "sshpass -p $SSHPASS ssh host",
+        "this is the password field",
+        "redis://localhost:6379/0",
     ],
 )
 def test_placeholders_in_those_shapes_are_left_alone(line):

@@ -25,6 +25,7 @@ MAX_CONTEXT = 20
 MAX_K = 100
 MAX_BUDGET = 50_000
 MAX_QUERY_CHARS = 64_000  # a pasted issue or task, tracebacks and all (tens of KB): a long question is no error
+MAX_PASTE_CHARS = 8_000_000  # locate's text: a whole CI log is taken, and read as its head and its tail (issue.py)
 MAX_FILTERS = 20  # globs or languages per filter
 MAX_FILTER_CHARS = 200
 MAX_LINE = 10**9
@@ -242,7 +243,7 @@ def from_params(cls: type[AnyRequest], params: JsonObject) -> AnyRequest:
 
 def _validate(request: object) -> None:
     if hasattr(request, "query"):
-        _validate_query(request.query)
+        _validate_query(request.query, MAX_PASTE_CHARS if isinstance(request, LocateRequest) else MAX_QUERY_CHARS)
     for name, kind, option in request_options(type(request)):  # type: ignore[arg-type]
         value = getattr(request, name)
         if kind is tuple:
@@ -253,14 +254,14 @@ def _validate(request: object) -> None:
                 raise KnowledgeError(f"{name}: expected a non-empty string")
 
 
-def _validate_query(query: object) -> None:
+def _validate_query(query: object, limit: int) -> None:
     if not isinstance(query, str):
         raise KnowledgeError("query: expected a non-empty string")
     if not query.strip():
         raise KnowledgeError("the query is empty")
     check_text("query", query)
-    if len(query) > MAX_QUERY_CHARS:
-        raise KnowledgeError(f"query: {len(query):,} characters; at most {MAX_QUERY_CHARS:,}")
+    if len(query) > limit:
+        raise KnowledgeError(f"query: {len(query):,} characters; at most {limit:,}")
 
 
 def required_fields(cls: type) -> set[str]:

@@ -35,6 +35,7 @@ def locate_to_dict(response: LocateResponse) -> JsonObject:
         "budget": response.budget,
         "tokens_used": response.tokens_used,
         "omitted": response.omitted,
+        **({"left_out_chars": response.left_out_chars} if response.left_out_chars else {}),
         "files": [located_to_dict(file) for file in response.files],
     }
 
@@ -57,9 +58,20 @@ def located_text(file: LocatedFile) -> str:
 
 
 def locate_to_text(response: LocateResponse) -> str:
+    said = left_out_line(response)
     if not response.files:
-        return "No file to suggest: nothing in the index shares this text's names, words or meaning.\n"
+        return said + "No file to suggest: nothing in the index shares this text's names, words or meaning.\n"
     tail = f"{response.tokens_used}/{response.budget} tokens"
     if response.omitted:
         tail += f", {response.omitted} more file(s) over the budget: --budget N for more"
-    return "".join(located_text(file) for file in response.files) + tail + "\n"
+    return said + "".join(located_text(file) for file in response.files) + tail + "\n"
+
+
+def left_out_line(response: LocateResponse) -> str:
+    if not response.left_out_chars:
+        return ""
+    read = response.query_chars - response.left_out_chars
+    return (
+        f"read {read:,} of the text's {response.query_chars:,} characters, its head and its tail: "
+        f"{response.left_out_chars:,} in the middle left out\n"
+    )
