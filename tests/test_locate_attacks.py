@@ -13,7 +13,9 @@ from knowledge.issue import READ_HEAD, READ_TAIL, clip_paste, read_issue
 from knowledge.secrets import SecretRedactor
 
 from .conftest import commit
-from .test_locate import located, run, shop  # noqa: F401 - the fixture
+from .test_locate import located, run, shop
+
+__all__ = ["shop"]  # the fixture
 
 AWS_KEY = "AKIAZ7QWERTYUIOPLKJH"
 GITHUB_TOKEN = "ghp_" + "Zq8vR2lmP0xTy7Wn3Kd5Ub9Hs1Je4Gc6Af0i"
