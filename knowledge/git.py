@@ -120,7 +120,7 @@ def commit_exists(root: Path, commit: str) -> bool:
 
 def changed_paths(root: Path, old: str, new: str) -> set[str]:
     """Paths touched between two commits; both sides of a rename or copy."""
-    out = run_git(root, "diff", "--name-status", "-z", "-M", "--no-ext-diff", old, new)
+    out = run_git(root, "diff", "--name-status", "-z", "-M", "--no-ext-diff", "--no-textconv", old, new)
     fields = [f for f in out.split("\0") if f]
     paths: set[str] = set()
     i = 0
@@ -178,7 +178,7 @@ def is_ancestor(root: Path, old: str, new: str) -> bool:
 
 def blame_commits(root: Path, path: str, rev: str = "HEAD") -> tuple[list[str], dict[str, int]]:
     """The commit of every line of `path` at `rev` (index 0 is line 1) and each commit's committer time."""
-    out = run_git(root, "blame", "--porcelain", rev, "--", path)
+    out = run_git(root, "blame", "--porcelain", "--no-textconv", rev, "--", path)
     lines: list[str] = []
     times: dict[str, int] = {}
     current = ""
@@ -205,7 +205,7 @@ def commits_touching(root: Path, base: str | None, head: str, path: str) -> list
 
 def file_at(root: Path, rev: str, path: str) -> str | None:
     try:
-        return run_git(root, "show", f"{rev}:{path}")
+        return run_git(root, "show", "--no-textconv", f"{rev}:{path}")
     except subprocess.CalledProcessError:
         return None
 
@@ -216,13 +216,15 @@ def tracked_at(root: Path, rev: str) -> set[str]:
 
 def renames(root: Path, old: str, new: str) -> dict[str, str]:
     """old path -> new path for the files renamed between two commits."""
-    out = run_git(root, "diff", "--name-status", "-z", "-M", "--no-ext-diff", "--diff-filter=R", old, new)
+    out = run_git(
+        root, "diff", "--name-status", "-z", "-M", "--no-ext-diff", "--no-textconv", "--diff-filter=R", old, new
+    )
     fields = [f for f in out.split("\0") if f]
     return {fields[i + 1]: fields[i + 2] for i in range(0, len(fields) - 2, 3) if fields[i].startswith("R")}
 
 
 def changed_lines(root: Path, old: str, new: str, path: str) -> int:
-    out = run_git(root, "diff", "--numstat", "--no-ext-diff", old, new, "--", path)
+    out = run_git(root, "diff", "--numstat", "--no-ext-diff", "--no-textconv", old, new, "--", path)
     total = 0
     for line in out.splitlines():
         added, removed, _ = ([*line.split("\t"), "", "", ""])[:3]
@@ -234,7 +236,7 @@ def changed_lines(root: Path, old: str, new: str, path: str) -> int:
 def grep_files(root: Path, rev: str, word: str) -> list[str]:
     """Files at `rev` containing `word` as a whole word."""
     try:
-        out = run_git(root, "grep", "-l", "-w", "-z", "-F", word, rev, "--")
+        out = run_git(root, "grep", "--no-textconv", "-l", "-w", "-z", "-F", word, rev, "--")
     except subprocess.CalledProcessError:  # exit 1: no match
         return []
     return [name.split(":", 1)[1] for name in out.split("\0") if ":" in name]

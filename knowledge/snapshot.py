@@ -56,7 +56,9 @@ def _sha256(path: Path) -> str:
 def export_index(root: Path, dest: Path, commit: str, model_id: str, model_fingerprint: str) -> SnapshotInfo:
     """Write the index of `root` to `dest` (the caller holds the writer lock, so no file moves meanwhile)."""
     folder = index_dir(root)
-    with tempfile.TemporaryDirectory(prefix=".snapshot.", dir=folder) as scratch:
+    if not dest.parent.is_dir():
+        raise KnowledgeError(f"{dest}: no folder {dest.parent} to write it in; create it first")
+    with tempfile.TemporaryDirectory(prefix=".snapshot.", dir=folder) as scratch, terminated_as_exit():
         staged: dict[str, Path] = {}
         for name in sorted(os.listdir(folder)):
             if not _MEMBER.match(name):
@@ -80,15 +82,21 @@ def export_index(root: Path, dest: Path, commit: str, model_id: str, model_finge
         manifest_path = Path(scratch) / MANIFEST
         atomic_write(manifest_path, json.dumps(manifest, indent=1))
         partial = dest.with_name(f".{dest.name}.partial")
-        partial.unlink(missing_ok=True)
-        with (
-            open_new_private(partial) as handle,  # private, as the index it holds
-            tarfile.open(fileobj=handle, mode="w", format=tarfile.PAX_FORMAT) as archive,
-        ):
-            archive.add(manifest_path, arcname=MANIFEST, recursive=False)
-            for name, path in staged.items():
-                archive.add(path, arcname=name, recursive=False)
-        os.replace(partial, dest)
+        try:
+            partial.unlink(missing_ok=True)
+            with (
+                open_new_private(partial) as handle,  # private, as the index it holds
+                tarfile.open(fileobj=handle, mode="w", format=tarfile.PAX_FORMAT) as archive,
+            ):
+                archive.add(manifest_path, arcname=MANIFEST, recursive=False)
+                for name, path in staged.items():
+                    archive.add(path, arcname=name, recursive=False)
+            os.replace(partial, dest)
+        except OSError as exc:
+            raise KnowledgeError(f"{dest}: cannot be written ({exc.strerror or exc})") from None
+        finally:
+            with contextlib.suppress(OSError):
+                partial.unlink(missing_ok=True)
     return SnapshotInfo(commit, model_id, model_fingerprint, files, dest)
 
 

@@ -437,3 +437,24 @@ def test_docs_for_a_long_method_no_doc_names_falls_back_to_meaning(git_repo):
     assert found
     assert found[0].path == "docs/settings.md"
     assert found[0].reference.startswith("about: load")
+
+
+def test_drift_runs_no_textconv_or_filter_driver_the_repository_configures(drifted, tmp_path):
+    """Security round four: `git blame` (and a diff's numstat) ran a textconv driver the repository's config named."""
+    root, _ = drifted
+    marker = tmp_path / "ran"
+    driver = f"touch {marker} && cat"
+    (root / ".gitattributes").write_text("* diff=conv filter=conv\n")
+    git(root, "config", "diff.conv.textconv", driver)
+    git(root, "config", "filter.conv.clean", driver)
+    git(root, "config", "filter.conv.smudge", driver)
+    git(root, "add", ".gitattributes")
+    marker.unlink(missing_ok=True)  # `git add` itself runs the clean filter: only what knowledge runs counts
+    git(root, "commit", "-qm", "attributes")
+    marker.unlink(missing_ok=True)
+    kb = open_kb(root)
+    kb.reindex_all()
+    assert by_section(kb.drift())
+    result = CliRunner().invoke(cli, ["-C", str(root), "drift", "--json"], obj={"embedder_factory": None})
+    assert result.exit_code in (0, 1), result.output
+    assert not marker.exists()

@@ -333,3 +333,32 @@ def test_every_operation_has_its_row_in_the_server_docs():
     documented = (Path(__file__).resolve().parent.parent / "docs" / "server.md").read_text()
     for operation in OPERATIONS:
         assert f"`{operation.method} {operation.route}" in documented, operation.route
+
+
+def test_peers_without_the_token_cannot_hold_the_slots(server):
+    """Security round four: 300 connections without a token, each sending a request now and then, kept their slots
+    (a 401 left the connection open) and a real search timed out. A refusal now closes the connection, and peers
+    that never authenticate hold at most UNPROVEN_CONNECTIONS slots: the oldest of them goes when a new one comes."""
+    from knowledge.server.http import UNPROVEN_CONNECTIONS
+
+    host, port = server.removeprefix("http://").split(":")
+    address = (host, int(port))
+    refused = []
+    for _ in range(300):
+        peer = socket.create_connection(address, timeout=10)
+        peer.sendall(b"GET /v1/status HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        refused.append(peer)
+    for peer in refused[:20]:
+        answer = b""
+        while chunk := peer.recv(4096):  # the whole answer, then the end: the server closed it
+            answer += chunk
+        assert answer.startswith(b"HTTP/1.1 401")
+        assert b"Connection: close" in answer
+    silent = [socket.create_connection(address, timeout=10) for _ in range(UNPROVEN_CONNECTIONS + 40)]
+    time.sleep(0.3)
+    started = time.monotonic()
+    assert call(server, "/v1/search", {"query": "hooks"})[0] == 200
+    assert time.monotonic() - started < 3  # not the header deadline nor the socket timeout
+    assert silent[0].recv(100) == b""  # the longest-waiting silent peer was let go
+    for peer in refused + silent:
+        peer.close()

@@ -267,3 +267,10 @@ def test_a_snapshot_over_the_limit_is_refused(exported, monkeypatch):
     _, snapshot, clone = exported
     monkeypatch.setenv("KNOWLEDGE_SNAPSHOT_MAX_BYTES", "1000")
     _refused(clone, snapshot, "over the snapshot_max_bytes limit")
+
+
+def test_export_into_a_missing_folder_is_one_line(exported, tmp_path):
+    source, _, _ = exported
+    result = run(source, "export", str(tmp_path / "missing" / "index.snapshot"), expect=1)
+    assert "no folder" in result.output
+    assert len(result.output.strip().splitlines()) == 1

@@ -28,6 +28,9 @@ MAX_BODY_BYTES = 64 * 1024
 SOCKET_TIMEOUT_SECONDS = 30
 HEADER_DEADLINE_SECONDS = 10  # a request line and its headers arrive within this, however slowly they trickle
 MAX_CONNECTIONS = 256  # open connections served at once (a thread each); more wait for one to close
+# connections that have not yet sent a request with the token: at most this many at once; a new one past it closes
+# the longest-waiting of them, so peers without the token cannot hold the slots authenticated clients need
+UNPROVEN_CONNECTIONS = 32
 
 
 class KnowledgeHTTPServer(ThreadingHTTPServer):
@@ -52,6 +55,8 @@ class KnowledgeHTTPServer(ThreadingHTTPServer):
         self.allowed_origins = allowed_origins
         self.quiet = quiet
         self._open = threading.BoundedSemaphore(MAX_CONNECTIONS)
+        self._unproven: dict[Any, None] = {}  # sockets in the order they came, none of them authenticated yet
+        self._unproven_lock = threading.Lock()
 
     def process_request(self, request: Any, client_address: Any) -> None:  # noqa: ANN401 - socketserver's types
         """A thread for the connection while fewer than MAX_CONNECTIONS are open; else it waits (in the listen backlog)
@@ -62,9 +67,17 @@ class KnowledgeHTTPServer(ThreadingHTTPServer):
                 request.sendall(b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
             self.shutdown_request(request)
             return
+        with self._unproven_lock:
+            if len(self._unproven) >= UNPROVEN_CONNECTIONS:
+                oldest = next(iter(self._unproven))
+                del self._unproven[oldest]
+                with contextlib.suppress(OSError):
+                    oldest.shutdown(socket.SHUT_RDWR)  # its thread sees the end and returns its slot
+            self._unproven[request] = None
         try:
             super().process_request(request, client_address)
         except BaseException:
+            self._forget(request)
             self._open.release()
             raise
 
@@ -72,7 +85,16 @@ class KnowledgeHTTPServer(ThreadingHTTPServer):
         try:
             super().process_request_thread(request, client_address)
         finally:
+            self._forget(request)
             self._open.release()
+
+    def proven(self, request: Any) -> None:  # noqa: ANN401 - a socket
+        """The connection sent the token: it keeps its slot as long as it stays open, within the socket timeout."""
+        self._forget(request)
+
+    def _forget(self, request: Any) -> None:  # noqa: ANN401 - a socket
+        with self._unproven_lock:
+            self._unproven.pop(request, None)
 
 
 def _routes(backend: Backend) -> dict[tuple[str, str], Callable[[JsonObject], JsonObject]]:
@@ -172,17 +194,22 @@ class _Handler(BaseHTTPRequestHandler):
         return body
 
     def _authorized(self) -> bool:
+        """The request's Host, Origin and token checked; a refusal closes the connection (a peer without the token
+        keeps no slot by sending a request now and then)."""
         server = self.server
         if not host_allowed(self.headers.get("Host"), server.bind_host, server.allowed_hosts):
-            self._send(403, {"error": "Host header not allowed"})
-            return False
+            return self._refuse(403, "Host header not allowed")
         if not origin_allowed(self.headers.get("Origin"), server.allowed_origins):
-            self._send(403, {"error": "Origin not allowed"})
-            return False
+            return self._refuse(403, "Origin not allowed")
         if not bearer_ok(self.headers.get("Authorization"), server.token):
-            self._send(401, {"error": "missing or wrong bearer token"}, {"WWW-Authenticate": "Bearer"})
-            return False
+            return self._refuse(401, "missing or wrong bearer token", {"WWW-Authenticate": "Bearer"})
+        server.proven(self.connection)
         return True
+
+    def _refuse(self, status: int, error: str, headers: dict[str, str] | None = None) -> bool:
+        self._send(status, {"error": error}, {**(headers or {}), "Connection": "close"})
+        self.close_connection = True
+        return False
 
     def _dispatch(self, method: str) -> None:
         if not self._authorized():
