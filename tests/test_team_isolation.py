@@ -99,13 +99,51 @@ def test_ids_and_keys_are_generated_only_so_team_b_cannot_squat_team_as_next_one
 
 def test_a_writer_waits_a_bounded_time_and_names_who_holds_the_lock(teams):
     with psycopg.connect(teams["a"], autocommit=True) as holder:
-        key = holder.execute("SELECT lock_key FROM knowledge_indexes WHERE live LIMIT 1").fetchone()[0]
+        index_id = holder.execute("SELECT id FROM knowledge_indexes WHERE live LIMIT 1").fetchone()[0]
         holder.execute("BEGIN")
-        holder.execute("SELECT pg_advisory_xact_lock(%s)", (key,))
+        holder.execute("SELECT id FROM knowledge_indexes WHERE id = %s FOR NO KEY UPDATE", (index_id,))
         waiter = connect(teams["a"])
         try:
             with waiter.transaction(), pytest.raises(StoreUnavailableError, match=r"another writer \(process \d+"):
-                take_lock(waiter, key, "the index", wait_seconds=0.5)
+                take_lock(waiter, index_id, "the index", wait_seconds=0.5)
         finally:
             waiter.close()
         holder.execute("ROLLBACK")
+
+
+def test_team_b_cannot_lock_team_as_rows_or_tables(teams):
+    """Security round four: A's writer lock key showed in pg_locks while held, and B holding it made A's
+    reindex-from-changes wait 120 s and fail; B's DELETE on knowledge_chunks let it LOCK TABLE every team's rows.
+    Now A's lock is a row B cannot see, B holds no table privilege that locks a table, and every session's waits
+    are bounded."""
+    with psycopg.connect(teams["a"], autocommit=True) as writer_a:
+        index_id = writer_a.execute("SELECT id FROM knowledge_indexes WHERE live LIMIT 1").fetchone()[0]
+        writer_a.execute("BEGIN")
+        take_lock(writer_a, index_id, "A's index")
+        with psycopg.connect(teams["b"], autocommit=True) as squatter:
+            visible = squatter.execute(
+                "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND pid = %s", (writer_a.info.backend_pid,)
+            ).fetchone()[0]
+            assert visible == 0  # nothing of A's writer lock to name
+            locked = squatter.execute(
+                "SELECT id FROM knowledge_indexes WHERE id = %s FOR NO KEY UPDATE", (index_id,)
+            ).fetchall()
+            assert locked == []  # the row is not B's to see, so not B's to lock
+            for table in ("knowledge_chunks", "knowledge_indexes", "knowledge_terms", "knowledge_vectors"):
+                for mode in ("ACCESS EXCLUSIVE", "EXCLUSIVE", "SHARE ROW EXCLUSIVE", "SHARE"):
+                    with pytest.raises(psycopg.errors.InsufficientPrivilege), squatter.transaction():
+                        squatter.execute(f"LOCK TABLE {table} IN {mode} MODE")
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                squatter.execute("DELETE FROM knowledge_chunks")
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                squatter.execute("SELECT knowledge_delete_index(%s)", (index_id,))
+        writer_a.execute("ROLLBACK")
+    session = connect(teams["b"])
+    try:
+        assert session.execute("SHOW lock_timeout").fetchone()[0] == "1min"
+        assert session.execute("SHOW statement_timeout").fetchone()[0] == "30min"
+    finally:
+        session.close()
+    commit(teams["clone_a"], {"docs/newer.md": "---\ndescription: newer\n---\n# Newer\nAnother page.\n"})
+    changed = knowledge_as(teams["a"], teams["clone_a"], "reindex-from-changes", "--quiet", timeout=90)
+    assert changed.returncode == 0, changed.stderr

@@ -211,9 +211,40 @@ BEGIN
 END $$;
 REVOKE ALL ON FUNCTION knowledge_postings(bigint, tsquery, text[]) FROM PUBLIC;
 """
+# Version 10: a member deletes only through these functions (for an index its login may see): with DELETE on a table
+# a role may also `LOCK TABLE … IN ACCESS EXCLUSIVE MODE`, which stalled every team's search and reindex. Members
+# keep SELECT and column-level INSERT and UPDATE, which lock no table (security round four).
+SCHEMA_V10 = """
+CREATE OR REPLACE FUNCTION knowledge_delete_paths(target bigint, paths text[]) RETURNS integer
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = {path} AS $$
+DECLARE
+    removed integer;
+BEGIN
+    PERFORM knowledge_check_visible(target);
+    DELETE FROM knowledge_chunks WHERE index_id = target AND path = ANY(paths);
+    GET DIAGNOSTICS removed = ROW_COUNT;
+    DELETE FROM knowledge_files WHERE index_id = target AND path = ANY(paths);
+    DELETE FROM knowledge_problems WHERE index_id = target AND path = ANY(paths);
+    RETURN removed;
+END $$;
+CREATE OR REPLACE FUNCTION knowledge_delete_index(target bigint) RETURNS integer
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = {path} AS $$
+DECLARE
+    removed integer;
+BEGIN
+    PERFORM knowledge_check_visible(target);
+    DELETE FROM knowledge_indexes WHERE id = target;
+    GET DIAGNOSTICS removed = ROW_COUNT;
+    RETURN removed;
+END $$;
+REVOKE ALL ON FUNCTION knowledge_delete_paths(bigint, text[]) FROM PUBLIC;
+REVOKE ALL ON FUNCTION knowledge_delete_index(bigint) FROM PUBLIC;
+"""
 # what a member role may call (each checks what the caller may see itself)
 MEMBER_FUNCTIONS = (
     "knowledge_static_graph(bigint, integer, integer)",
     "knowledge_static_graphs_tidy()",
     "knowledge_postings(bigint, tsquery, text[])",
+    "knowledge_delete_paths(bigint, text[])",
+    "knowledge_delete_index(bigint)",
 )

@@ -28,11 +28,16 @@ from .pg_ddl import (
     SCHEMA_V7,
     SCHEMA_V8,
     SCHEMA_V9,
+    SCHEMA_V10,
 )
 
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 10
 _MIGRATION_LOCK = 0x4B4E4F57  # advisory lock key held while the schema is created or migrated
 MIGRATION_WAIT_SECONDS = 30.0
+# Every session's bounds: no wait for a lock longer than a minute (a role that locks a table stalls nobody for ever),
+# no statement longer than half an hour (the longest, a million chunks' static graph, takes minutes)
+SESSION_LOCK_TIMEOUT_SECONDS = 60
+SESSION_STATEMENT_TIMEOUT_SECONDS = 1800
 
 KNOWN_DIMS = (384, 768)  # all-MiniLM-L6-v2, all-mpnet-base-v2
 _PROTECTED_TABLES = ("knowledge_indexes", "knowledge_chunks", "knowledge_files", "knowledge_problems")
@@ -96,6 +101,8 @@ def connect(url: str) -> Connection:
     # psycopg's own types are overloads far wider than what we call: the Connection protocol is that part
     conn = cast("Connection", raw)
     try:
+        conn.execute(f"SET lock_timeout = '{SESSION_LOCK_TIMEOUT_SECONDS}s'")
+        conn.execute(f"SET statement_timeout = '{SESSION_STATEMENT_TIMEOUT_SECONDS}s'")
         migrate(conn)
         register_vector(raw)
     except psycopg.errors.InsufficientPrivilege as exc:
@@ -150,7 +157,7 @@ def _functions_missing(conn: Connection) -> bool:
 
 
 def _version_to_migrate_from(conn: Connection) -> int:
-    """The schema's version, or 7 where versions 8 and 9's functions are missing (their steps are idempotent)."""
+    """The schema's version, or 7 where the functions of versions 8 on are missing (their steps are idempotent)."""
     version = _schema_version(conn)
     return 7 if version >= 8 and _functions_missing(conn) else version
 
@@ -199,6 +206,8 @@ def migrate(conn: Connection, wait_seconds: float | None = None) -> int:
             conn.execute(SCHEMA_V8.format(path=f"{schema}, pg_temp"))
         if version < 9:
             conn.execute(SCHEMA_V9.format(path=f"{schema}, pg_temp"))
+        if version < 10:
+            conn.execute(SCHEMA_V10.format(path=f"{schema}, pg_temp"))
         for role in _member_roles(conn):  # a table made by a migration is theirs too, as `teams setup` gave them
             _grant_member_tables(conn, role)
         conn.execute("INSERT INTO knowledge_schema (version) VALUES (%s)", (SCHEMA_VERSION,))
@@ -214,7 +223,7 @@ def _member_roles(conn: Connection) -> list[str]:
     """The roles `allow_member_role` gave a team member's rights to (they may write chunks; the owner aside)."""
     rows = conn.execute(
         "SELECT DISTINCT r.rolname FROM pg_class c, aclexplode(c.relacl) AS a JOIN pg_roles r ON r.oid = a.grantee "
-        "WHERE c.oid = 'knowledge_chunks'::regclass AND a.privilege_type = 'DELETE' AND a.grantee <> c.relowner "
+        "WHERE c.oid = 'knowledge_chunks'::regclass AND a.privilege_type = 'SELECT' AND a.grantee <> c.relowner "
         "ORDER BY 1"
     ).fetchall()
     return [str(row[0]) for row in rows]
@@ -231,18 +240,17 @@ def _grant_member_tables(conn: Connection, role: str) -> None:
 
     name = sql.Identifier(role)
     for table in MEMBER_TABLES:
-        generated = GENERATED_COLUMNS.get(table)
-        if generated is None:
-            conn.execute(
-                sql.SQL("GRANT SELECT, INSERT, UPDATE, DELETE ON {} TO {}").format(sql.Identifier(table), name)
-            )
-            continue
-        # ids and keys are the sequence's alone: a role that chose them could squat another team's next ids
+        # column-level INSERT and UPDATE, no DELETE (the owner's functions delete): a table-level UPDATE or DELETE
+        # would let the role LOCK TABLE every team's rows; ids and keys are the sequence's alone (a role that chose
+        # them could squat another team's next ids)
+        generated = GENERATED_COLUMNS.get(table, ())
         columns = sql.SQL(", ").join(
             sql.Identifier(column) for column in _columns(conn, table) if column not in generated
         )
-        conn.execute(sql.SQL("REVOKE INSERT, UPDATE ON {} FROM {}").format(sql.Identifier(table), name))
-        conn.execute(sql.SQL("GRANT SELECT, DELETE ON {} TO {}").format(sql.Identifier(table), name))
+        conn.execute(
+            sql.SQL("REVOKE INSERT, UPDATE, DELETE, TRUNCATE ON {} FROM {}").format(sql.Identifier(table), name)
+        )
+        conn.execute(sql.SQL("GRANT SELECT ON {} TO {}").format(sql.Identifier(table), name))
         conn.execute(
             sql.SQL("GRANT INSERT ({c}), UPDATE ({c}) ON {t} TO {r}").format(c=columns, t=sql.Identifier(table), r=name)
         )
@@ -353,9 +361,7 @@ def remove_abandoned(conn: Connection) -> int:
         pair = building_pair(int(key))
         if conn.execute("SELECT pg_try_advisory_lock(%s::int, %s::int)", pair).fetchone()[0]:
             try:
-                removed += conn.execute(
-                    "DELETE FROM knowledge_indexes WHERE id = %s AND NOT live", (index_id,)
-                ).rowcount
+                removed += int(conn.execute("SELECT knowledge_delete_index(%s)", (index_id,)).fetchone()[0])
             finally:
                 conn.execute("SELECT pg_advisory_unlock(%s::int, %s::int)", pair)
     return removed

@@ -283,9 +283,9 @@ class PostgresStore:
     # ---- writing ---------------------------------------------------------------------------------------------
     @contextmanager
     def _writing(self) -> Iterator[Connection]:
-        """One transaction holding this index's advisory lock: writers of one index take turns."""
+        """One transaction holding this index's row lock: writers of one index take turns."""
         with self._lock, self._conn.transaction():
-            take_lock(self._conn, self.lock_key, self.target.describe())
+            take_lock(self._conn, self.index_id, self.target.describe())
             yield self._conn
 
     def apply(self, change: Change) -> None:
@@ -297,8 +297,8 @@ class PostgresStore:
                 paths = sorted(change.remove_paths)
                 counts.subtract(conn.execute(COUNTED + "path = ANY(%s)", (self.index_id, paths)).fetchone())
                 forget_terms(conn, self.index_id, paths)
-                for table in ("knowledge_chunks", "knowledge_files", "knowledge_problems"):
-                    conn.execute(f"DELETE FROM {table} WHERE index_id = %s AND path = ANY(%s)", (self.index_id, paths))
+                # through the owner's function: a member holds no DELETE (it would let it lock every team's table)
+                conn.execute("SELECT knowledge_delete_paths(%s, %s)", (self.index_id, paths))
             rows = [chunk_row(self.index_id, repository, item, dims) for item in change.chunks]
             if rows:
                 before = conn.execute("SELECT coalesce(max(key), 0) FROM knowledge_chunks").fetchone()[0]
