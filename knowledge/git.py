@@ -240,3 +240,36 @@ def grep_files(root: Path, rev: str, word: str) -> list[str]:
     except subprocess.CalledProcessError:  # exit 1: no match
         return []
     return [name.split(":", 1)[1] for name in out.split("\0") if ":" in name]
+
+
+def blobs_at(root: Path, commit: str, paths: list[str]) -> dict[str, bytes | None]:
+    """Each path's bytes as committed in `commit` (None where it has no such file), read in one `git cat-file
+    --batch`, which runs no filter or textconv driver."""
+    if not paths:
+        return {}
+    names = [path for path in paths if "\n" not in path]
+    result = subprocess.run(
+        ["git", "cat-file", "--batch"],
+        input="".join(f"{commit}:{path}\n" for path in names).encode("utf-8", "surrogateescape"),
+        cwd=root,
+        env=_env(),
+        capture_output=True,
+        check=False,
+    )
+    if result.returncode != 0:
+        raise GitError(
+            result.returncode, ["git", "cat-file", "--batch"], result.stderr.decode("utf-8", "replace"), root
+        )
+    out = result.stdout
+    found: dict[str, bytes | None] = dict.fromkeys(paths)
+    position = 0
+    for path in names:
+        end = out.index(b"\n", position)
+        header = out[position:end].split()
+        position = end + 1
+        if header[-1] == b"missing" or len(header) != 3:
+            continue
+        size = int(header[2])
+        found[path] = out[position : position + size] if header[1] == b"blob" else None
+        position += size + 1
+    return found

@@ -26,6 +26,7 @@ from pathlib import Path
 
 from .errors import KnowledgeError
 from .fs import atomic_write, fsync_dir, open_new_private, private_dir
+from .snapshot_truth import untrue_paths
 from .store import index_dir
 from .store.local_files import index_files_problem
 
@@ -58,6 +59,14 @@ def export_index(root: Path, dest: Path, commit: str, model_id: str, model_finge
     folder = index_dir(root)
     if not dest.parent.is_dir():
         raise KnowledgeError(f"{dest}: no folder {dest.parent} to write it in; create it first")
+    untrue = untrue_paths(
+        root, commit, sorted(p for p in folder.glob("*.sqlite") if _MEMBER.match(p.name) and p.name != "history.sqlite")
+    )
+    if untrue:  # indexed from a work tree with changes not committed: no clone could import it
+        raise KnowledgeError(
+            f"the index holds {len(untrue)} file(s) as they are in the work tree, not as committed at {commit[:12]} "
+            f"(first: {untrue[0]}); commit them (the hook reindexes), or export from a clean checkout"
+        )
     with tempfile.TemporaryDirectory(prefix=".snapshot.", dir=folder) as scratch, terminated_as_exit():
         staged: dict[str, Path] = {}
         for name in sorted(os.listdir(folder)):
@@ -173,11 +182,19 @@ def import_index(root: Path, info: SnapshotInfo, swap: Callable[[Callable[[], No
         missing = sorted(set(info.files) - seen)
         if missing:
             raise KnowledgeError(f"{info.path}: truncated: {', '.join(missing)} missing")
-        for name in sorted(seen):
-            if name.endswith(".sqlite") and name != "history.sqlite":
-                problem = index_files_problem(Path(scratch), name.removesuffix(".sqlite"))
-                if problem:
-                    raise KnowledgeError(f"{info.path}: {problem}; the snapshot is refused, nothing was replaced")
+        databases = [
+            Path(scratch) / name for name in sorted(seen) if name.endswith(".sqlite") and name != "history.sqlite"
+        ]
+        for database in databases:
+            problem = index_files_problem(Path(scratch), database.name.removesuffix(".sqlite"))
+            if problem:
+                raise KnowledgeError(f"{info.path}: {problem}; the snapshot is refused, nothing was replaced")
+        untrue = untrue_paths(root, info.commit, databases)
+        if untrue:
+            raise KnowledgeError(
+                f"{info.path}: the chunks of {len(untrue)} file(s) hold text the file does not have at "
+                f"{info.commit[:12]} (first: {untrue[0]}); the snapshot is refused, nothing was replaced"
+            )
 
         def move() -> None:
             kinds = {name.split(".", 1)[0] for name in seen if name != "history.sqlite"}

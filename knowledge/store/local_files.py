@@ -98,6 +98,14 @@ def index_files_problem(folder: Path, kind: str) -> str | None:
     return snapshot_file_problem(vectors, identity)
 
 
+def chunk_texts(database: Path) -> list[tuple[str, str]]:
+    """Every chunk's path and shown text in the index file `database`, by path (what a snapshot's import checks
+    against the files)."""
+    with contextlib.closing(sqlite3.connect(f"file:{database}?mode=ro", uri=True)) as db:
+        rows = db.execute("SELECT path, json_extract(data, '$.content') FROM chunks ORDER BY path").fetchall()
+    return [(str(path), str(content or "")) for path, content in rows]
+
+
 def remove_leftovers(folder: Path) -> None:
     """What killed writers left: half-built stores and snapshot temp files (the caller holds the writer lock)."""
     remove_stale_temp_files(folder)

@@ -1,0 +1,57 @@
+"""A snapshot's chunks held against the files they came from: every chunk's shown text must be text its file has at
+the snapshot's commit (its secrets redacted), so that an imported index never serves words a file does not hold.
+The checksums inside a snapshot only say it arrived whole; a snapshot's author can recompute them."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from pathlib import Path
+
+from .git import blobs_at
+from .secrets import PLACEHOLDER
+from .store.local_files import chunk_texts
+
+_REDACTED = re.compile(re.escape(PLACEHOLDER).replace(r"\{kind\}", r"[a-z0-9-]+"))
+
+
+def untrue_paths(root: Path, commit: str, databases: Iterable[Path]) -> list[str]:
+    """The files (sorted) with a chunk in `databases` whose text is not in the file as committed in `commit`."""
+    chunks = [chunk for database in databases for chunk in chunk_texts(database)]
+    blobs = blobs_at(root, commit, sorted({path for path, _ in chunks}))
+    texts: dict[str, str | None] = {}
+    untrue: set[str] = set()
+    for path, content in chunks:
+        if path in untrue:
+            continue
+        if path not in texts:
+            texts[path] = _as_indexed(blobs.get(path))
+        text = texts[path]
+        if text is None or not _holds(text, content):
+            untrue.add(path)
+    return sorted(untrue)
+
+
+def _as_indexed(data: bytes | None) -> str | None:
+    """A file's text as the indexer reads it (corpus.read_source): UTF-8, a BOM dropped, every newline `\\n`."""
+    if data is None:
+        return None
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        return None
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def _holds(text: str, content: str) -> bool:
+    if content in text:
+        return True
+    # a redacted secret: the parts around each placeholder, in order (the placeholder keeps the secret's newlines)
+    position = 0
+    for number, part in enumerate(_REDACTED.split(content)):
+        part = part.lstrip("\n") if number else part
+        found = text.find(part, position)
+        if found < 0:
+            return False
+        position = found + len(part)
+    return True
