@@ -241,6 +241,9 @@ class KnowledgeBase:
         stores = [index.store for index in self.indexes() if index.coverage().embedded < index.coverage().chunks]
         if not self.settings.fill or (not stores and not compact):  # `fill = false`: the first stage only
             return EmbedResult()
+        mismatch = self.fill_mismatch()
+        if mismatch is not None:  # before any model is loaded or built
+            raise IndexIncompatibleError(mismatch)
         stores = stores or [index.store for index in self.indexes()]
         cache = open_cache(self.settings, self.model.identity())
         try:
@@ -267,14 +270,36 @@ class KnowledgeBase:
             report,
             chunks_embedded=embedded.embedded if embedded else report.chunks_embedded,
             chunks_reused=report.chunks_reused + (embedded.reused if embedded else 0),
-            chunks_pending=total - done,
+            chunks_pending=total - done if self.settings.fill else 0,  # `fill = false`: none waits for a vector
             dense_coverage=1.0 if total == 0 else round(done / total, 4),
             seconds=round(report.seconds + (embedded.seconds if embedded else 0.0), 3),
         )
 
     def embed_in_background(self) -> bool:
-        """Start a detached `knowledge embed` for pending chunks; False when one already runs or `fill` is off."""
-        return self.settings.fill and embed_in_background(self.root, self.settings.model, self.settings.model_variant)
+        """Start a detached `knowledge embed` for pending chunks; False when one already runs, `fill` is off, or an
+        index was built by another model than the one the fill would load (a test's embedder, a changed setting)."""
+        if not self.settings.fill or self.fill_mismatch(configured=True) is not None:
+            return False
+        return embed_in_background(self.root, self.settings.model, self.settings.model_variant)
+
+    def fill_mismatch(self, configured: bool = False) -> str | None:
+        """Why no fill may write into these indexes (one line), judged without loading a model: a vector of another
+        model's size or space would break the index. `configured`: the fill a detached `knowledge embed` runs, with
+        the configured model, whatever this process embeds with."""
+        spec = model_spec(self.settings.model)
+        for index in self.indexes():
+            manifest = index.store.manifest
+            if configured:
+                same = (manifest.model_id, manifest.model_variant) == (spec.name, self.settings.model_variant)
+            else:
+                same = self.model.may_have_built(manifest.model_id, manifest.model_variant, manifest.fingerprint)
+            if not same:
+                return (
+                    f"the {index.kind} index was built with {manifest.model_id} ({manifest.model_variant}), and the "
+                    f"fill would use {self.settings.model} ({self.settings.model_variant}): nothing embedded; "
+                    f"`knowledge reindex-all` rebuilds it with {self.settings.model}"
+                )
+        return None
 
     def needs_catch_up(self) -> bool:
         """Cheap check (one `git rev-parse`, one stat pass) whether the index trails HEAD or the files."""

@@ -6,6 +6,7 @@ import pytest
 from click.testing import CliRunner
 
 from knowledge.cli import cli
+from knowledge.kb import KnowledgeBase
 
 from .conftest import HashingEmbedder, commit, git
 
@@ -129,6 +130,33 @@ def test_search_without_index_says_what_to_run(docs_repo):
     assert "knowledge reindex-all" in result.stderr
     result = run(docs_repo, "search", "hooks", "--build", "--threshold", "0")
     assert "docs/hooks.md" in result.stdout
+    # the index is the test embedder's: no fill of the configured model may start (it built the full model for a
+    # minute, then died writing 768-dim vectors into a 64-dim index)
+    assert not (docs_repo / ".knowledge" / "logs" / "embed.log").exists()
+
+
+def test_a_fill_never_writes_into_an_index_of_another_model(docs_repo):
+    from knowledge.errors import IndexIncompatibleError
+
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("KNOWLEDGE_FILL", "0")  # chunks left waiting for their vectors
+        run(docs_repo, "reindex-all", "--quiet")
+    kb = KnowledgeBase.open(docs_repo)  # the configured model (mpnet), not the test embedder the index was built with
+    said = kb.fill_mismatch()
+    assert said is not None
+    assert "built with hashing-test" in said
+    assert "\n" not in said
+    assert kb.embed_in_background() is False
+    with pytest.raises(IndexIncompatibleError, match="nothing embedded"):
+        kb.embed_pending()
+    assert kb.model._built is None  # judged without loading or building the model
+
+
+def test_with_the_fill_off_nothing_says_chunks_wait_for_vectors(docs_repo, monkeypatch):
+    monkeypatch.setenv("KNOWLEDGE_FILL", "0")
+    result = run(docs_repo, "reindex-all")
+    assert "wait for vectors" not in result.stderr
+    assert "indexed" in result.stderr
 
 
 def test_bad_inputs_are_reported_one_line_each_and_the_rest_is_indexed(docs_repo):
