@@ -273,3 +273,21 @@ def blobs_at(root: Path, commit: str, paths: list[str]) -> dict[str, bytes | Non
         found[path] = out[position : position + size] if header[1] == b"blob" else None
         position += size + 1
     return found
+
+
+def differs_from_worktree(root: Path, commit: str) -> set[str]:
+    """The tracked paths whose work-tree content is not `commit`'s (changed, added or deleted since)."""
+    out = run_git(root, "diff", "--name-only", "-z", "--no-renames", "--no-ext-diff", "--no-textconv", commit, "--")
+    return {name for name in out.split("\0") if name}
+
+
+def regular_files_at(root: Path, commit: str) -> set[str]:
+    """The paths `commit` holds as regular files (not links, not submodules)."""
+    out = run_git(root, "ls-tree", "-r", "-z", "--full-tree", commit)
+    found = set()
+    for record in out.split("\0"):
+        meta, _, path = record.partition("\t")
+        if path and meta.split(" ", 1)[0] in {"100644", "100755"}:
+            found.add(path)
+    return found
+

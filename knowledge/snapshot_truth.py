@@ -4,11 +4,12 @@ The checksums inside a snapshot only say it arrived whole; a snapshot's author c
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterable
 from pathlib import Path
 
-from .git import blobs_at
+from .git import blobs_at, differs_from_worktree, regular_files_at
 from .secrets import PLACEHOLDER
 from .store.local_files import chunk_texts
 
@@ -16,9 +17,15 @@ _REDACTED = re.compile(re.escape(PLACEHOLDER).replace(r"\{kind\}", r"[a-z0-9-]+"
 
 
 def untrue_paths(root: Path, commit: str, databases: Iterable[Path]) -> list[str]:
-    """The files (sorted) with a chunk in `databases` whose text is not in the file as committed in `commit`."""
+    """The files (sorted) with a chunk in `databases` whose text is not in the file as committed in `commit`: read
+    from the work tree where it still holds that commit's content (as the indexer reads it, through the path gate),
+    from git's objects where it changed since."""
     chunks = [chunk for database in databases for chunk in chunk_texts(database)]
-    blobs = blobs_at(root, commit, sorted({path for path, _ in chunks}))
+    regular = regular_files_at(root, commit)  # a snapshot names the paths: only the commit's own files are read
+    paths = {path for path, _ in chunks} & regular
+    changed = differs_from_worktree(root, commit)  # git reports a file under a linked folder as changed
+    blobs = blobs_at(root, commit, sorted(paths & changed))
+    blobs |= {path: _work_tree_bytes(root, path) for path in paths - changed}
     texts: dict[str, str | None] = {}
     untrue: set[str] = set()
     for path, content in chunks:
@@ -30,6 +37,17 @@ def untrue_paths(root: Path, commit: str, databases: Iterable[Path]) -> list[str
         if text is None or not _holds(text, content):
             untrue.add(path)
     return sorted(untrue)
+
+
+def _work_tree_bytes(root: Path, path: str) -> bytes | None:
+    """A committed regular file unchanged since (so no folder on its way is a link), opened without following a
+    link in its own place."""
+    try:
+        descriptor = os.open(root / path, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return None
+    with os.fdopen(descriptor, "rb") as handle:
+        return handle.read()
 
 
 def _as_indexed(data: bytes | None) -> str | None:

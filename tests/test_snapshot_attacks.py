@@ -332,3 +332,23 @@ def test_an_index_of_uncommitted_text_is_not_exported(exported, tmp_path):
     assert "(first: docs/hooks.md)" in result.output
     assert len(result.output.strip().splitlines()) == 1
     assert not (tmp_path / "dirty.snapshot").exists()
+
+
+def test_a_chunk_naming_a_path_outside_the_commit_is_refused_and_never_read(exported, tmp_path):
+    import sqlite3
+
+    _, snapshot, clone = exported
+    secret = tmp_path / "outside.md"
+    secret.write_text("# Git hooks\n\nThe hooks reindex after every commit.\n")
+
+    def elsewhere(name, data):
+        if name != "docs.sqlite":
+            return data
+        database = tmp_path / "elsewhere.sqlite"
+        database.write_bytes(data)
+        with sqlite3.connect(database) as db:
+            db.execute("UPDATE chunks SET path = ?", (f"../{secret.name}",))
+        db.close()
+        return database.read_bytes()
+
+    _refused(clone, _resealed(snapshot, tmp_path / "elsewhere", elsewhere), f"(first: ../{secret.name})")
