@@ -290,4 +290,3 @@ def regular_files_at(root: Path, commit: str) -> set[str]:
         if path and meta.split(" ", 1)[0] in {"100644", "100755"}:
             found.add(path)
     return found
-

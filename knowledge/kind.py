@@ -6,7 +6,7 @@ import hashlib
 from pathlib import Path
 
 from . import git
-from .callgraph import CallGraph
+from .callgraph import CallGraph, StoredEntities
 from .config import Settings
 from .corpus import candidate_paths
 from .path_gate import Refusal, resolve_inside
@@ -41,7 +41,8 @@ class KindIndex:
         self.settings = settings
         self.kind = kind
         self.store = store
-        self._graph: tuple[str, CallGraph, dict[int, Chunk], dict[str, list[Chunk]]] | None = None
+        self._graph: tuple[str, CallGraph, dict[int, Chunk]] | None = None
+        self._stored: tuple[str, CallGraph] | None = None
 
     @property
     def searched(self) -> SearchSide:
@@ -97,33 +98,35 @@ class KindIndex:
                 return True
         return False
 
-    # ---- derived views, rebuilt only when chunks change -------------------------------------------------------
-    def _derived(self) -> tuple[CallGraph, dict[int, Chunk], dict[str, list[Chunk]]]:
+    # ---- derived views: read by key where the engine keeps them, else built once per version ----------------------
+    def _loaded(self) -> tuple[CallGraph, dict[int, Chunk]]:
         version = self.store.version()
         if self._graph is None or self._graph[0] != version:
             chunks = self.store.all_chunks()
-            by_path: dict[str, list[Chunk]] = {}
-            for chunk in chunks.values():
-                by_path.setdefault(chunk.path, []).append(chunk)
-            self._graph = (version, CallGraph(list(chunks.values())), chunks, by_path)
+            self._graph = (version, CallGraph(list(chunks.values())), chunks)
         return self._graph[1:]
 
-    def chunks_in(self, path: str) -> list[Chunk]:
-        """The chunks of one file, from the view the call graph is built on (no store read once it exists)."""
-        return self._derived()[2].get(path, [])
-
     def call_graph(self) -> CallGraph:
-        return self._derived()[0]
+        """Who calls what. Where the engine keeps the calls table (the local one), a graph that reads the rows it
+        is asked about; otherwise (the shared store) one built from every chunk once per index version."""
+        if not self.store.keeps_calls():
+            return self._loaded()[0]
+        version = self.store.version()
+        if self._stored is None or self._stored[0] != version:
+            self._stored = (version, CallGraph(StoredEntities(self.store)))
+        return self._stored[1]
+
+    def chunks_in(self, path: str) -> list[Chunk]:
+        """The chunks of one file, in key order (by path, through the store's index)."""
+        return self.store.chunks_of_path(path)
 
     def chunk_at(self, path: str, line: int) -> Chunk | None:
-        return next((c for c in self._derived()[1].values() if c.path == path and c.line_start == line), None)
+        return next((c for c in self.chunks_in(path) if c.line_start == line), None)
 
     def all_chunks(self) -> dict[int, Chunk]:
-        return self._derived()[1]
+        """Every chunk (drift, docs-for and findability read them all; no answer of search or locate does)."""
+        return self.store.all_chunks()
 
     def chunk_by_id(self, chunk_id: str) -> Chunk | None:
-        """One chunk by its id, among its file's chunks (an id starts with its path: `path#name`); code from the view
-        the call graph is built on (no store read once it exists)."""
-        path = chunk_id.rpartition("#")[0] if "#" in chunk_id else chunk_id
-        chunks = self.chunks_in(path) if self.kind == "code" else self.searched.chunks_of_path(path)
-        return next((c for c in chunks if c.id == chunk_id), None)
+        """One chunk by its id, through the store's index of ids."""
+        return self.store.chunk_by_id(chunk_id)

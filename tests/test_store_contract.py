@@ -342,9 +342,9 @@ def test_the_search_side_is_all_search_asks_of_a_store():
     from knowledge.store import SearchSide
 
     members = {m for m in vars(SearchSide) if not m.startswith("_")} | set(SearchSide.__annotations__)
-    assert len(members) <= 10, sorted(members)
+    assert len(members) <= 11, sorted(members)
     architecture = (Path(__file__).resolve().parent.parent / "docs" / "architecture.md").read_text()
-    listed = re.search(r"\(ten members: ([^)]*)\)", " ".join(architecture.split())).group(1)
+    listed = re.search(r"\(eleven members: ([^)]*)\)", " ".join(architecture.split())).group(1)
     assert set(re.findall(r"`(\w+)`", listed)) == members  # the docs name exactly these
     package = Path(__file__).resolve().parent.parent / "knowledge"
     searching = ["retrieval", "search", "grep", "locate", "locate_answer", "serving", "answer", "members", "pieces"]

@@ -165,6 +165,10 @@ class StoreReader(Protocol):
 
     def all_chunks(self) -> dict[int, Chunk]: ...
 
+    def keeps_calls(self) -> bool:
+        """Whether `callers` is read by key (a table of who calls what), so a call graph need not load every chunk."""
+        ...
+
     def chunks_of_path(self, path: str) -> list[Chunk]: ...
 
     def chunk_by_id(self, chunk_id: str) -> Chunk | None: ...
@@ -188,7 +192,7 @@ class StoreReader(Protocol):
 
 class SearchSide(Protocol):
     """All a search asks of a store, and nothing else (search, retrieval, grep, locate and serving read an index
-    through `KindIndex.searched`, typed by this): ten members, both engines alike (tests/test_store_contract.py)."""
+    through `KindIndex.searched`, typed by this): eleven members, both engines alike (tests/test_store_contract.py)."""
 
     manifest: Manifest
 
@@ -220,6 +224,11 @@ class SearchSide(Protocol):
 
     def defining(self, names: Sequence[str], limit: int) -> list[int]:
         """Keys of chunks whose symbol is one of `names` (lower case, underscores removed)."""
+        ...
+
+    def callers(self, calls: Sequence[str]) -> list[tuple[str, int]]:
+        """(call, key) of the chunks that make one of `calls` as recorded (`f`, `.f`, `path::Qual`), by key: the call
+        graph's callers, read by name."""
         ...
 
     def similarities(self, keys: Sequence[int], vector: npt.NDArray[np.float32]) -> dict[int, float]:

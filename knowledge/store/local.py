@@ -41,6 +41,8 @@ from . import (
     recent_first,
 )
 from .local_files import (
+    CALLS_KEPT,
+    FILL_CALLS,
     FILL_ORDER,
     SCHEMA,
     SYMBOL_KEY,
@@ -102,6 +104,9 @@ class LocalStore:
             with contextlib.suppress(sqlite3.OperationalError):  # an index from before them, or a read-only folder
                 db.execute(f"CREATE INDEX IF NOT EXISTS chunks_by_symbol ON chunks({SYMBOL_KEY})")
                 db.execute("CREATE TABLE IF NOT EXISTS static (key INTEGER PRIMARY KEY, vector BLOB NOT NULL)")
+            db.execute("CREATE TABLE IF NOT EXISTS calls (name TEXT NOT NULL, key INTEGER NOT NULL)")
+            db.execute("CREATE INDEX IF NOT EXISTS calls_by_name ON calls(name)")
+            db.execute("CREATE INDEX IF NOT EXISTS calls_by_key ON calls(key)")
             row = db.execute("SELECT value FROM meta WHERE name = 'manifest'").fetchone()
             manifest = Manifest(**json.loads(row[0]))
         except (sqlite3.DatabaseError, TypeError, ValueError, KeyError) as exc:
@@ -129,6 +134,7 @@ class LocalStore:
         with Transaction(db):
             db.execute("INSERT INTO meta VALUES ('manifest', ?)", (json.dumps(asdict(manifest)),))
             db.execute("INSERT INTO meta VALUES ('next_key', '0')")
+            db.execute("INSERT INTO meta VALUES (?, '1')", (CALLS_KEPT,))
         store = cls(root, kind, db, manifest)
         store._building = building
         return store
@@ -218,6 +224,22 @@ class LocalStore:
             rows = self._db.execute("SELECT data FROM chunks WHERE path = ? ORDER BY key", (path,)).fetchall()
         return [_chunk_from_json(data) for (data,) in rows]
 
+    def keeps_calls(self) -> bool:
+        """Whether `callers` answers for every chunk (an index from before the calls table: after its next write)."""
+        with self._lock:
+            return self._meta(CALLS_KEPT) == "1"
+
+    def callers(self, calls: Sequence[str]) -> list[tuple[str, int]]:
+        unique = list(dict.fromkeys(calls))
+        found: list[tuple[str, int]] = []
+        with self._lock:
+            for start in range(0, len(unique), 500):
+                part = unique[start : start + 500]
+                found += self._db.execute(
+                    f"SELECT name, key FROM calls WHERE name IN ({','.join('?' * len(part))})", part
+                ).fetchall()
+        return sorted(found, key=lambda row: row[1])
+
     def keep_warm(self, wait: bool = False) -> None:
         """This store serves a long-running process: keep in memory what makes its queries faster."""
         if self._building is None:
@@ -300,6 +322,10 @@ class LocalStore:
         import numpy as np
 
         with self._lock, Transaction(self._db) as db:
+            if self._meta(CALLS_KEPT) != "1":  # an index from before the calls table: filled once, in this write
+                db.execute("DELETE FROM calls")
+                db.execute(FILL_CALLS)
+                db.execute("INSERT OR REPLACE INTO meta VALUES (?, '1')", (CALLS_KEPT,))
             next_key = int(self._meta("next_key") or 0)
             removed_delta = False
             for path in change.remove_paths:
@@ -311,6 +337,7 @@ class LocalStore:
                     removed_delta = removed_delta or deleted > 0 or any(s for _, s in rows)
                     db.executemany("DELETE FROM fts WHERE rowid = ?", keys)
                     db.executemany("DELETE FROM static WHERE key = ?", keys)
+                    db.executemany("DELETE FROM calls WHERE key = ?", keys)
                     db.executemany("DELETE FROM chunks WHERE key = ?", keys)
                 db.execute("DELETE FROM files WHERE path = ?", (path,))
                 db.execute("DELETE FROM problems WHERE path = ?", (path,))
@@ -333,6 +360,9 @@ class LocalStore:
                         len(chunk.embed_text),
                         int(embedded),
                     ),
+                )
+                db.executemany(
+                    "INSERT INTO calls (name, key) VALUES (?, ?)", [(c, key) for c in dict.fromkeys(chunk.calls)]
                 )
                 body = item.lexical if item.lexical is not None else " ".join(terms(chunk_text(chunk)))
                 db.execute("INSERT INTO fts (rowid, body) VALUES (?, ?)", (key, body))

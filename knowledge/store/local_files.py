@@ -34,6 +34,9 @@ CREATE TABLE IF NOT EXISTS delta (seq INTEGER PRIMARY KEY AUTOINCREMENT, key INT
 CREATE TABLE IF NOT EXISTS tombstones (key INTEGER PRIMARY KEY);
 CREATE TABLE IF NOT EXISTS static (key INTEGER PRIMARY KEY, vector BLOB NOT NULL);
 CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(body, tokenize="{tokenizer}");
+CREATE TABLE IF NOT EXISTS calls (name TEXT NOT NULL, key INTEGER NOT NULL);
+CREATE INDEX IF NOT EXISTS calls_by_name ON calls(name);
+CREATE INDEX IF NOT EXISTS calls_by_key ON calls(key);
 """.replace("{symbol}", SYMBOL_KEY).replace("{tokenizer}", FTS_TOKENIZER)
 
 
@@ -43,6 +46,15 @@ CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(body, tokenize="{tokenizer}");
 FILL_ORDER = (  # policy.FILL_ORDER in SQLite (`quiet` is policy's rule, registered on every connection)
     "quiet(path), CASE WHEN json_extract(data, '$.exported') = 1 THEN 0 "
     "WHEN json_extract(data, '$.symbol') != '' THEN 1 ELSE 2 END, key"
+)
+
+
+# Who calls what, one row a call a chunk makes (as recorded: `f`, `.f`, `path::Qual`), kept by every write: the call
+# graph reads the callers of a name by key instead of every chunk (`calls_kept` in meta: an index from before it
+# has the table filled by its next write)
+CALLS_KEPT = "calls_kept"
+FILL_CALLS = (
+    "INSERT INTO calls (name, key) SELECT DISTINCT j.value, c.key FROM chunks c, json_each(c.data, '$.calls') j"
 )
 
 

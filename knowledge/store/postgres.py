@@ -174,6 +174,18 @@ class PostgresStore:
         )
         return [chunk_from_dict(data) for (data,) in rows]
 
+    def keeps_calls(self) -> bool:
+        """The shared store answers `callers` by a scan of the index's rows: its graph is built once a process."""
+        return False
+
+    def callers(self, calls: Sequence[str]) -> list[tuple[str, int]]:
+        rows = self._all(
+            "SELECT c.name, k.key FROM knowledge_chunks k, jsonb_array_elements_text(k.data -> 'calls') AS c(name) "
+            "WHERE k.index_id = %s AND k.data -> 'calls' ?| %s AND c.name = ANY(%s) ORDER BY k.key",
+            (self.index_id, list(calls), list(calls)),
+        )
+        return list(dict.fromkeys((str(name), int(key)) for name, key in rows))
+
     def chunk_by_id(self, chunk_id: str) -> Chunk | None:
         row = self._one(
             "SELECT data FROM knowledge_chunks WHERE index_id = %s AND chunk_id = %s LIMIT 1", (self.index_id, chunk_id)

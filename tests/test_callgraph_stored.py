@@ -1,0 +1,153 @@
+"""The call graph read by key (issue 68): the local engine keeps who calls what in a table every write keeps true,
+so an answer reads the rows it shows; after any sequence of commits it answers as a graph built from every chunk,
+and as the table a rebuild from scratch makes."""
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from knowledge.callgraph import CallGraph, StoredEntities
+from knowledge.cli import cli
+from knowledge.kb import KnowledgeBase
+from knowledge.store.local import LocalStore
+
+from .conftest import HashingEmbedder, commit, git
+
+FIXTURES = Path(__file__).parent / "fixtures" / "code"
+LONG_BODY = "".join(f"    total = total + helper_{n % 3}(value, {n})\n" for n in range(400))
+PROJECT = {
+    **{f"src/{p.name}": p.read_text() for p in FIXTURES.iterdir() if p.is_file()},
+    "pkg/__init__.py": "from .core import Engine\n",
+    "pkg/core.py": "from pkg.util import helper_0, helper_1, helper_2\n\n\nclass Engine:\n"
+    "    def run(self, value):\n        return self.step(value) + helper_0(value, 1)\n\n"
+    "    def step(self, value):\n        return helper_1(value, 2)\n\n\n"
+    f"def long_walk(value):\n    total = 0\n{LONG_BODY}    return total\n",
+    "pkg/util.py": "def helper_0(value, n):\n    return value + n\n\n\ndef helper_1(value, n):\n"
+    "    return helper_2(value, n)\n\n\ndef helper_2(value, n):\n    return value * n\n",
+    "pkg/app.py": "from pkg import Engine\n\n\ndef main():\n    return Engine().run(3)\n",
+    "native/buffer.hpp": "class Buffer {\npublic:\n    ~Buffer() { release_storage(); }\n"
+    "    void reset() { release_storage(); }\nprivate:\n    void release_storage() { data_ = nullptr; }\n"
+    "    char* data_ = nullptr;\n};\n\nvoid free_buffer(Buffer& b) { b.reset(); }\n",
+}
+
+
+def run(root, *args, expect=0):
+    result = CliRunner().invoke(cli, ["-C", str(root), *args], obj={"embedder_factory": lambda s: HashingEmbedder()})
+    assert result.exit_code == expect, (result.output, result.exception)
+    return result
+
+
+def answers(root):
+    """Every code entity's callees and callers, from the stored graph, checked against a graph of every chunk."""
+    store = LocalStore.open(root, "code")
+    try:
+        assert store.keeps_calls()
+        chunks = list(store.all_chunks().values())
+        loaded, stored = CallGraph(chunks), CallGraph(StoredEntities(store))
+        found = {}
+        for chunk in chunks:
+            pair = (stored.calls(chunk), stored.called_by(chunk))
+            assert pair == (loaded.calls(chunk), loaded.called_by(chunk)), chunk.id
+            found[chunk.id] = pair
+        rows = sorted(
+            (name, store.chunks([key])[key].id) for name, key in store.callers([n for c in chunks for n in c.calls])
+        )
+        return found, rows
+    finally:
+        store.close()
+
+
+def test_the_stored_graph_after_every_kind_of_commit_is_the_graph_of_a_rebuild(git_repo):
+    commit(git_repo, PROJECT, "start")
+    run(git_repo, "reindex-all", "--quiet")
+    answers(git_repo)
+    steps = [
+        lambda: commit(git_repo, {"pkg/util.py": PROJECT["pkg/util.py"].replace("helper_2(value, n)", "value")}),
+        lambda: (git(git_repo, "mv", "pkg/app.py", "pkg/main_app.py"), git(git_repo, "commit", "-qm", "rename")),
+        lambda: (git(git_repo, "rm", "-q", "native/buffer.hpp"), git(git_repo, "commit", "-qm", "delete")),
+        lambda: commit(
+            git_repo,
+            {"pkg/extra.py": "from pkg.util import helper_1\n\ndef extra():\n    return helper_1(1, 2)\n"},
+            "add",
+        ),
+        lambda: (git(git_repo, "checkout", "-q", "-b", "other", "HEAD~3"),),  # a branch switch: back before three
+    ]
+    for step in steps:
+        step()
+        run(git_repo, "reindex-from-changes", "--quiet")
+        kept = answers(git_repo)
+        run(git_repo, "reindex-all", "--quiet")
+        assert answers(git_repo) == kept  # the same table and the same answers as a build from scratch
+
+
+def test_a_method_defined_in_its_cpp_class_body_has_its_callers_and_callees(git_repo):
+    commit(git_repo, {"native/buffer.hpp": PROJECT["native/buffer.hpp"]})
+    run(git_repo, "reindex-all", "--quiet")
+    store = LocalStore.open(git_repo, "code")
+    graph = CallGraph(StoredEntities(store))
+    entities = {c.symbol: c for c in store.chunks_of_path("native/buffer.hpp") if c.symbol}
+    callers = {ref["name"] for ref in graph.called_by(entities["release_storage"])}
+    assert callers == {"Buffer.~Buffer", "Buffer.reset"}
+    assert [ref["name"] for ref in graph.calls(entities["reset"])] == ["Buffer.release_storage"]
+    assert [ref["name"] for ref in graph.called_by(entities["reset"])] == ["free_buffer"]
+    store.close()
+
+
+def test_no_answer_of_search_or_locate_reads_every_chunk(git_repo, monkeypatch):
+    commit(git_repo, PROJECT, "start")
+    run(git_repo, "reindex-all", "--quiet")
+
+    def everything(self):
+        raise AssertionError("an answer read every chunk of the index")
+
+    monkeypatch.setattr(LocalStore, "all_chunks", everything)
+    said = run(git_repo, "search", "engine step helper", "--kind", "code", "--json", "--threshold", "0").stdout
+    assert '"called_by"' in said
+    run(git_repo, "search", "where is helper_1 called", "--kind", "code", "--expand", "--threshold", "0")
+    issue = "Engine.run returns the wrong total\n\n```python\nfrom pkg import Engine\nEngine().run(3)\n```\n"
+    result = CliRunner().invoke(
+        cli, ["-C", str(git_repo), "locate", "-"], input=issue, obj={"embedder_factory": lambda s: HashingEmbedder()}
+    )
+    assert result.exit_code == 0, result.output
+    assert "pkg/core.py" in result.output
+
+
+def test_an_index_from_before_the_calls_table_answers_and_is_filled_by_its_next_write(git_repo):
+    import sqlite3
+
+    commit(git_repo, PROJECT, "start")
+    run(git_repo, "reindex-all", "--quiet")
+    kept = answers(git_repo)
+    with sqlite3.connect(git_repo / ".knowledge" / "code.sqlite") as db:  # as 0d65f9d wrote it
+        db.execute("DROP TABLE calls")
+        db.execute("DELETE FROM meta WHERE name = 'calls_kept'")
+    kb = KnowledgeBase.open(git_repo, embedder_factory=lambda s: HashingEmbedder())
+    code = kb.index("code")
+    assert not code.store.keeps_calls()
+    engine = next(c for c in code.store.chunks_of_path("pkg/core.py") if c.symbol == "Engine")
+    assert kept[0][engine.id] == (code.call_graph().calls(engine), code.call_graph().called_by(engine))
+    commit(git_repo, {"pkg/extra.py": "def extra():\n    return 1\n"}, "a write")
+    run(git_repo, "reindex-from-changes", "--quiet")
+    assert answers(git_repo)[1] == kept[1]
+
+
+@pytest.mark.parametrize("language", ["java", "csharp"])
+def test_implicit_receiver_calls_stay_inside_their_class(git_repo, language):
+    sources = {
+        "java": ("src/Pool.java", "class Pool {\n  void close() { drain(); }\n  void drain() { }\n}\n"
+                 "class Other {\n  void drain() { }\n}\n"),
+        "csharp": ("src/Pool.cs", "class Pool {\n  void Close() { Drain(); }\n  void Drain() { }\n}\n"
+                   "class Other {\n  void Drain() { }\n}\n"),
+    }  # fmt: skip
+    path, text = sources[language]
+    commit(git_repo, {path: text})
+    run(git_repo, "reindex-all", "--quiet")
+    store = LocalStore.open(git_repo, "code")
+    graph = CallGraph(StoredEntities(store))
+    by_id = {c.id: c for c in store.chunks_of_path(path)}
+    closer = next(c for c in by_id.values() if c.symbol.lower() == "close")
+    assert [ref["name"] for ref in graph.calls(closer)] == [f"Pool.{'drain' if language == 'java' else 'Drain'}"]
+    other = next(c for c in by_id.values() if c.parent == "Other")
+    assert graph.called_by(other) == ()
+    store.close()
