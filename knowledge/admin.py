@@ -21,9 +21,10 @@ from .embedding import MODELS, model_spec
 from .errors import IndexNotFoundError, KnowledgeError
 from .fs import make_dirs, open_append, write_file
 from .git import commit_exists, repo_root
+from .interrupts import terminated_as_exit
 from .path_gate import generated_file
 from .records import INDEX_DIR_NAME, IndexReport, Progress
-from .snapshot import SnapshotInfo, export_index, import_index, read_manifest, terminated_as_exit, write_origin
+from .snapshot import SnapshotInfo, export_index, import_index, read_manifest, write_origin
 
 __all__ = ["CLIENTS", "MODEL_VARIANTS", "SCOPES", "Change"]
 

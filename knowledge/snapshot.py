@@ -15,17 +15,16 @@ import json
 import os
 import re
 import shutil
-import signal
 import sqlite3
 import tarfile
 import tempfile
-import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import KnowledgeError
 from .fs import atomic_write, fsync_dir, open_new_private, private_dir
+from .interrupts import terminated_as_exit
 from .snapshot_truth import untrue_paths
 from .store import index_dir
 from .store.local_files import index_files_problem
@@ -209,24 +208,6 @@ def import_index(root: Path, info: SnapshotInfo, swap: Callable[[Callable[[], No
             fsync_dir(folder)
 
         swap(move)
-
-
-@contextlib.contextmanager
-def terminated_as_exit() -> Iterator[None]:
-    """SIGTERM raises SystemExit while the block runs (in the main thread), so that its clean-up runs: a killed
-    import leaves no partial file. Elsewhere (a server's worker thread) nothing changes."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def exit_now(signum: int, frame: object) -> None:
-        raise SystemExit(128 + signum)
-
-    previous = signal.signal(signal.SIGTERM, exit_now)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 def write_origin(root: Path, commit: str) -> None:

@@ -24,8 +24,8 @@ from typing import IO, Any
 
 from .errors import KnowledgeError
 from .fs import open_new_private, private_dir
+from .interrupts import terminated_as_exit
 from .records import Progress
-from .snapshot import terminated_as_exit
 from .store import index_dir
 
 TOKEN_ENV = "KNOWLEDGE_SNAPSHOT_TOKEN"  # sent as a bearer token when set (a CI's artifact store)

@@ -42,6 +42,7 @@ LAYERS = {
         "knowledge.locate",
         "knowledge.locate_answer",
         "knowledge.snapshot",
+        "knowledge.snapshot_truth",
     ),
     "adapters": (
         "knowledge.store",
@@ -70,6 +71,7 @@ LAYERS = {
         "knowledge.config_edit",
         "knowledge.quiet",
         "knowledge.issue",
+        "knowledge.interrupts",
     ),
     "shared": ("knowledge.records", "knowledge.errors", "knowledge.version"),
 }
@@ -92,6 +94,7 @@ SIDEWAYS = {
     ("knowledge.serving", "knowledge.kind"): "a chunk's current lines",
     ("knowledge.status", "knowledge.kind"): "counts and freshness of KindIndexes",
     ("knowledge.status", "knowledge.snapshot"): "where the index came from: built here or imported",
+    ("knowledge.snapshot", "knowledge.snapshot_truth"): "an import's chunks held against the files they came from",
     ("knowledge.drift_notes", "knowledge.kind"): "notes valid for one docs index",
     ("knowledge.findability", "knowledge.kind"): "asks a docs KindIndex",
     # one request answered: the model's check, the pipeline, what the answer leaves behind
