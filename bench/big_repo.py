@@ -58,13 +58,6 @@ ISSUES = [
     "jekyll serve does not pick up changes to _config.yml while watching",
     "clap: a required argument in a subcommand group is reported as missing when given by its alias",
 ]
-PROBE = r"""
-import json, statistics, sys, time
-sys.argv = ["knowledge"]
-from pathlib import Path
-from knowledge.kb import KnowledgeBase
-root, questions, issues = Path(sys.argv_root), json.loads(sys.argv_q), json.loads(sys.argv_i)
-"""
 
 
 def side_env(code: Path | None) -> dict[str, str]:
@@ -165,6 +158,20 @@ def quantiles(values: list[float]) -> dict[str, float]:
     }
 
 
+def daemon_pid(root: Path) -> int:
+    """The process serving `root`'s daemon (`knowledge -C ROOT daemon run`), found by its command line."""
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"daemon" in argv and b"run" in argv and str(root).encode() in argv:
+            return int(entry.name)
+    return 0
+
+
 def rss_of(pid: int) -> float:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
@@ -184,7 +191,9 @@ def warm(root: Path, code: Path | None) -> dict[str, object]:
         "for q in qs[:3]: kb.search(SearchRequest(q, k=3, metadata_only=True))\n"
         "s = []\n"
         "for q in qs:\n"
-        "    t = time.monotonic(); kb.search(SearchRequest(q, k=3, metadata_only=True)); s.append(time.monotonic() - t)\n"
+        "    t = time.monotonic()\n"
+        "    kb.search(SearchRequest(q, k=3, metadata_only=True))\n"
+        "    s.append(time.monotonic() - t)\n"
         "l = []\n"
         "for i in issues * 2:\n"
         "    t = time.monotonic(); kb.locate(LocateRequest(i)); l.append(time.monotonic() - t)\n"
@@ -207,10 +216,7 @@ def daemon(root: Path, code: Path | None) -> dict[str, object]:
     start_seconds = time.monotonic() - started
     first, answered = knowledge(root, code, "search", QUESTIONS[0], "--metadata-only", "-k", "3", env=env)
     later = [knowledge(root, code, "search", q, "--metadata-only", "-k", "3", env=env)[0] for q in QUESTIONS[1:6]]
-    status, said = knowledge(root, code, "daemon", "status", env=env)
-    pid = next(
-        (int(w) for w in said.stdout.replace(",", " ").split() if w.isdigit() and Path(f"/proc/{w}").exists()), 0
-    )
+    pid = daemon_pid(root)
     rss = rss_of(pid) if pid else 0.0
     knowledge(root, code, "daemon", "stop", env=env)
     return {

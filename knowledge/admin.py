@@ -79,7 +79,7 @@ def settings_of(root: Path, overrides: Overrides) -> Settings:
 
 def resolved_settings(root: Path, overrides: Overrides) -> list[tuple[str, object, str]]:
     """(name, value, where it came from) for every setting; a default shows what it resolves to, and why."""
-    from .kb import default_variant  # the facade proper, loaded only for this
+    from .model_access import default_variant  # the facade proper, loaded only for this
 
     settings, sources = load_settings(root, overrides)
     spec = model_spec(settings.model)

@@ -15,10 +15,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from .child import knowledge_argv, start_detached
+from .config import Settings
+from .embedding import model_spec
 from .fs import is_locked, open_append, try_lock
 from .indexer import ProgressCallback
 from .records import Progress
-from .store import EmbedProgress, FillSide, embed_lock_path, index_dir
+from .store import EmbedProgress, FillSide, StoreReader, embed_lock_path, index_dir
 from .store.asked import recently_asked
 
 if TYPE_CHECKING:
@@ -208,3 +210,25 @@ def embed_in_background(root: Path, model: str, variant: str) -> bool:
         # not quiet: off a terminal it writes a plain progress line every few seconds, so embed.log follows it
         start_detached(knowledge_argv(root, "--model", model, "--variant", variant, "embed"), out.fileno())
     return True
+
+
+def fill_mismatch(
+    stores: Sequence[StoreReader], settings: Settings, may_have_built: Callable[[str, str, str], bool] | None
+) -> str | None:
+    """Why no fill may write into `stores` (one line), judged without loading a model: a vector of another model's
+    size or space would break the index. `may_have_built`: this process's model (None: the configured one's name and
+    variant, what a detached `knowledge embed` loads)."""
+    spec = model_spec(settings.model)
+    for store in stores:
+        manifest = store.manifest
+        if may_have_built is None:
+            same = (manifest.model_id, manifest.model_variant) == (spec.name, settings.model_variant)
+        else:
+            same = may_have_built(manifest.model_id, manifest.model_variant, manifest.fingerprint)
+        if not same:
+            return (
+                f"the {store.kind} index was built with {manifest.model_id} ({manifest.model_variant}), and the fill "
+                f"would use {settings.model} ({settings.model_variant}): nothing embedded; `knowledge reindex-all` "
+                f"rebuilds it with {settings.model}"
+            )
+    return None

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from .config import Settings
 from .errors import KnowledgeError
 from .fs import create_private_file
 from .git import head_commit, is_ancestor, repo_root, run_git
@@ -63,8 +64,10 @@ def _connect(path: Path) -> sqlite3.Connection:
     return db
 
 
-def keep(root: Path, redactor: SecretRedactor | None) -> None:
-    """`sync` as every reindex runs it: history is evidence, never a reason for indexing (or a commit) to fail."""
+def keep(root: Path, settings: Settings) -> None:
+    """`sync` as every reindex runs it: history is evidence, never a reason for indexing (or a commit) to fail. Commit
+    messages are redacted as the files are: a key pasted into a message never reaches an answer."""
+    redactor = SecretRedactor(settings.secret_patterns) if settings.redact_secrets else None
     with contextlib.suppress(KnowledgeError, OSError, sqlite3.Error, ValueError):
         if repo_root(root) is not None:
             sync(root, redactor)

@@ -14,12 +14,12 @@ from . import drift_notes, git, history, serving
 from .answer import answer
 from .api.request import LocateRequest, SearchRequest
 from .chunking import CHUNKER_VERSION
-from .config import MODEL_VARIANTS, Settings, load_settings
-from .corpus import KINDS, redactor
+from .config import Settings, load_settings
+from .corpus import KINDS
 from .doc_lint import lint_docs
 from .docs_for import by_meaning, docs_for, meaning_query
 from .drift import find_drift
-from .embed_pass import EmbedResult, embed_in_background, embed_pending
+from .embed_pass import EmbedResult, embed_in_background, embed_pending, fill_mismatch
 from .embedding import TokenCounter, model_spec
 from .errors import IndexCorruptError, IndexIncompatibleError, IndexNotFoundError, KnowledgeError, ModelUnavailableError
 from .findability import measure as measure_findability
@@ -29,7 +29,7 @@ from .indexer import Indexer, ProgressCallback, merge_reports, open_cache
 from .kind import KindIndex
 from .llms_txt import LLMS_FULL, LLMS_TXT, doc_entries, render_llms_full, render_llms_txt
 from .locate_answer import answer_locate
-from .model_access import EmbedderFactory, ModelAccess
+from .model_access import EmbedderFactory, ModelAccess, default_variant
 from .path_gate import resolve_inside
 from .records import (
     Chunk,
@@ -45,24 +45,10 @@ from .records import (
     SourceText,
 )
 from .render.locate import located_json
-from .secrets import SecretRedactor
 from .status import index_status, no_index_status
 from .store import lock_path
 from .store.engines import Engine, engine_for
 from .tree_chunks import EstimatedCounter, tree_chunks
-
-
-def default_variant(root: Path, settings: Settings, engine: Engine | None = None) -> str:
-    """The variant when no setting names one: what an existing index of this model was built with (an upgrade
-    never invalidates an index), local or shared, else the model's default."""
-    spec = model_spec(settings.model)
-    try:
-        engine = engine or engine_for(root, settings.store, settings.store_repository)
-        manifests = [engine.manifest(kind) for kind in KINDS]
-    except KnowledgeError:  # an index folder refused, a database down: said by the command that needs the index
-        manifests = []
-    variants = [m.model_variant for m in manifests if m is not None and m.model_id == spec.name]
-    return next((v for v in variants if v in MODEL_VARIANTS), spec.default_variant)
 
 
 class KnowledgeBase:
@@ -171,10 +157,6 @@ class KnowledgeBase:
             yield
 
     # ---- indexing ---------------------------------------------------------------------------------------------
-    def _history_redactor(self) -> SecretRedactor | None:
-        """Commit messages are redacted as the files are: a key pasted into a message never reaches an answer."""
-        return redactor(self.settings.secret_patterns) if self.settings.redact_secrets else None
-
     def reindex_all(self, on_progress: ProgressCallback | None = None, embed: bool = True) -> IndexReport:
         """A clean index of every kind, searchable as soon as the chunks are in; then (if `embed`) the vectors."""
         started = time.monotonic()
@@ -183,7 +165,7 @@ class KnowledgeBase:
             commit = self._head()
             reports = [indexer.rebuild(kind, commit)[1] for kind in KINDS]
             if self.settings.history:
-                history.keep(self.root, self._history_redactor())
+                history.keep(self.root, self.settings)
         result = self.embed_pending(on_progress, compact=True) if embed else None
         return self.completed(merge_reports(reports, started), result)
 
@@ -200,7 +182,7 @@ class KnowledgeBase:
             commit = self._head()
             reports = [self._update_kind(kind, paths, worktree, commit, on_progress) for kind in KINDS]
             if self.settings.history:
-                history.keep(self.root, self._history_redactor())
+                history.keep(self.root, self.settings)
         result = self.embed_pending(on_progress) if embed and any(r.chunks_pending for r in reports) else None
         return self.completed(merge_reports(reports, started), result)
 
@@ -283,23 +265,10 @@ class KnowledgeBase:
         return embed_in_background(self.root, self.settings.model, self.settings.model_variant)
 
     def fill_mismatch(self, configured: bool = False) -> str | None:
-        """Why no fill may write into these indexes (one line), judged without loading a model: a vector of another
-        model's size or space would break the index. `configured`: the fill a detached `knowledge embed` runs, with
-        the configured model, whatever this process embeds with."""
-        spec = model_spec(self.settings.model)
-        for index in self.indexes():
-            manifest = index.store.manifest
-            if configured:
-                same = (manifest.model_id, manifest.model_variant) == (spec.name, self.settings.model_variant)
-            else:
-                same = self.model.may_have_built(manifest.model_id, manifest.model_variant, manifest.fingerprint)
-            if not same:
-                return (
-                    f"the {index.kind} index was built with {manifest.model_id} ({manifest.model_variant}), and the "
-                    f"fill would use {self.settings.model} ({self.settings.model_variant}): nothing embedded; "
-                    f"`knowledge reindex-all` rebuilds it with {self.settings.model}"
-                )
-        return None
+        """Why no fill may write into these indexes (embed_pass.fill_mismatch); `configured`: the fill a detached
+        `knowledge embed` runs, with the configured model, whatever this process embeds with."""
+        built = None if configured else self.model.may_have_built
+        return fill_mismatch([index.store for index in self.indexes()], self.settings, built)
 
     def needs_catch_up(self) -> bool:
         """Cheap check (one `git rev-parse`, one stat pass) whether the index trails HEAD or the files."""

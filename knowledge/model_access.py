@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from pathlib import Path
 
-from .config import Settings
+from .config import MODEL_VARIANTS, Settings
+from .corpus import KINDS
 from .embedding import BuiltModel, Embedder, ModelIdentity, StaticStage, TokenCounter, model_spec
-from .errors import IndexIncompatibleError
+from .errors import IndexIncompatibleError, KnowledgeError
 from .store import Manifest
+from .store.engines import Engine, engine_for
 
 EmbedderFactory = Callable[[Settings], Embedder]
 
@@ -122,3 +125,16 @@ class ModelAccess:
             f"`knowledge reindex-all` to switch to {wanted} (its vectors are computed again), or set model = "
             f'"{manifest.model_id}" and model_variant = "{manifest.model_variant}" to keep this index'
         )
+
+
+def default_variant(root: Path, settings: Settings, engine: Engine | None = None) -> str:
+    """The variant when no setting names one: what an existing index of this model was built with (an upgrade
+    never invalidates an index), local or shared, else the model's default."""
+    spec = model_spec(settings.model)
+    try:
+        engine = engine or engine_for(root, settings.store, settings.store_repository)
+        manifests = [engine.manifest(kind) for kind in KINDS]
+    except KnowledgeError:  # an index folder refused, a database down: said by the command that needs the index
+        manifests = []
+    variants = [m.model_variant for m in manifests if m is not None and m.model_id == spec.name]
+    return next((v for v in variants if v in MODEL_VARIANTS), spec.default_variant)

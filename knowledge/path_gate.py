@@ -141,3 +141,14 @@ def generated_file(root: Path, path: Path, secret_files: Iterable[str] = DEFAULT
                 "a file the repository tracks: remove the link"
             )
     return target
+
+
+def read_unlinked(path: Path) -> bytes | None:
+    """The bytes of the file at `path`, opened read-only without following a link in its own place; None when it
+    is a link, missing or unreadable (the caller knows no folder on the way is one)."""
+    try:
+        descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return None
+    with os.fdopen(descriptor, "rb") as handle:
+        return handle.read()

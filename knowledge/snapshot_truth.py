@@ -4,12 +4,12 @@ The checksums inside a snapshot only say it arrived whole; a snapshot's author c
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Iterable
 from pathlib import Path
 
 from .git import blobs_at, differs_from_worktree, regular_files_at
+from .path_gate import read_unlinked
 from .secrets import PLACEHOLDER
 from .store.local_files import chunk_texts
 
@@ -25,7 +25,8 @@ def untrue_paths(root: Path, commit: str, databases: Iterable[Path]) -> list[str
     paths = {path for path, _ in chunks} & regular
     changed = differs_from_worktree(root, commit)  # git reports a file under a linked folder as changed
     blobs = blobs_at(root, commit, sorted(paths & changed))
-    blobs |= {path: _work_tree_bytes(root, path) for path in paths - changed}
+    # a committed regular file unchanged since: no folder on its way is a link (git would say it changed)
+    blobs |= {path: read_unlinked(root / path) for path in paths - changed}
     texts: dict[str, str | None] = {}
     untrue: set[str] = set()
     for path, content in chunks:
@@ -37,17 +38,6 @@ def untrue_paths(root: Path, commit: str, databases: Iterable[Path]) -> list[str
         if text is None or not _holds(text, content):
             untrue.add(path)
     return sorted(untrue)
-
-
-def _work_tree_bytes(root: Path, path: str) -> bytes | None:
-    """A committed regular file unchanged since (so no folder on its way is a link), opened without following a
-    link in its own place."""
-    try:
-        descriptor = os.open(root / path, os.O_RDONLY | os.O_NOFOLLOW)
-    except OSError:
-        return None
-    with os.fdopen(descriptor, "rb") as handle:
-        return handle.read()
 
 
 def _as_indexed(data: bytes | None) -> str | None:

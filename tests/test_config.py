@@ -56,7 +56,7 @@ def test_variant_default_follows_an_existing_index_then_the_model(tmp_path):
     from dataclasses import asdict, replace
 
     from knowledge.config import Settings
-    from knowledge.kb import default_variant
+    from knowledge.model_access import default_variant
     from knowledge.store import FORMAT_VERSION, Manifest
 
     mpnet, minilm = Settings(model="all-mpnet-base-v2"), Settings(model="all-MiniLM-L6-v2")

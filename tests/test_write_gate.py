@@ -264,6 +264,7 @@ def test_no_module_writes_files_except_through_the_gate():
         "knowledge/embedding/install.py": "the model's files, inside a mkdtemp folder of the user cache",
         "knowledge/embedding/static.py": "the static table, inside the model's own cache folder",
         "knowledge/cli/guard.py": "stdout pointed at /dev/null when the reader of a pipe went away",
+        "knowledge/path_gate.py": "the read gate: a file opened read-only, never through a link in its place",
     }
     writes = []
     for path in sorted(PACKAGE.rglob("*.py")):

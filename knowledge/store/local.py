@@ -42,12 +42,14 @@ from . import (
 )
 from .local_files import (
     CALLS_KEPT,
-    FILL_CALLS,
-    FILL_ORDER,
     SCHEMA,
-    SYMBOL_KEY,
     Transaction,
+    add_later_tables,
+    callers_of,
     connect,
+    fill_calls_once,
+    forget_path,
+    pending_rows,
     read_meta,
     store_paths,
     write_meta_json,
@@ -102,11 +104,7 @@ class LocalStore:
         try:
             db = connect(db_path)
             with contextlib.suppress(sqlite3.OperationalError):  # an index from before them, or a read-only folder
-                db.execute(f"CREATE INDEX IF NOT EXISTS chunks_by_symbol ON chunks({SYMBOL_KEY})")
-                db.execute("CREATE TABLE IF NOT EXISTS static (key INTEGER PRIMARY KEY, vector BLOB NOT NULL)")
-            db.execute("CREATE TABLE IF NOT EXISTS calls (name TEXT NOT NULL, key INTEGER NOT NULL)")
-            db.execute("CREATE INDEX IF NOT EXISTS calls_by_name ON calls(name)")
-            db.execute("CREATE INDEX IF NOT EXISTS calls_by_key ON calls(key)")
+                add_later_tables(db)
             row = db.execute("SELECT value FROM meta WHERE name = 'manifest'").fetchone()
             manifest = Manifest(**json.loads(row[0]))
         except (sqlite3.DatabaseError, TypeError, ValueError, KeyError) as exc:
@@ -230,15 +228,8 @@ class LocalStore:
             return self._meta(CALLS_KEPT) == "1"
 
     def callers(self, calls: Sequence[str]) -> list[tuple[str, int]]:
-        unique = list(dict.fromkeys(calls))
-        found: list[tuple[str, int]] = []
         with self._lock:
-            for start in range(0, len(unique), 500):
-                part = unique[start : start + 500]
-                found += self._db.execute(
-                    f"SELECT name, key FROM calls WHERE name IN ({','.join('?' * len(part))})", part
-                ).fetchall()
-        return sorted(found, key=lambda row: row[1])
+            return callers_of(self._db, calls)
 
     def keep_warm(self, wait: bool = False) -> None:
         """This store serves a long-running process: keep in memory what makes its queries faster."""
@@ -297,16 +288,8 @@ class LocalStore:
         return FileFacts(path, row[0], row[1] or 0, row[2] or 0) if row else None
 
     def pending(self, limit: int, first: Sequence[str] = ()) -> list[Pending]:
-        paths = json.dumps(list(first))
-        select = "SELECT key, content_hash, embed_text, path FROM chunks WHERE embedded = 0"
         with self._lock:
-            recent = self._db.execute(
-                f"{select} AND path IN (SELECT value FROM json_each(?)) ORDER BY {FILL_ORDER}", (paths,)
-            ).fetchall()
-            rest = self._db.execute(
-                f"{select} AND path NOT IN (SELECT value FROM json_each(?)) ORDER BY {FILL_ORDER} LIMIT ?",
-                (paths, max(0, limit - len(recent))),
-            ).fetchall()
+            recent, rest = pending_rows(self._db, first, limit)
         return recent_first(first, recent, rest, limit)
 
     def pending_size(self) -> tuple[int, int]:
@@ -322,25 +305,10 @@ class LocalStore:
         import numpy as np
 
         with self._lock, Transaction(self._db) as db:
-            if self._meta(CALLS_KEPT) != "1":  # an index from before the calls table: filled once, in this write
-                db.execute("DELETE FROM calls")
-                db.execute(FILL_CALLS)
-                db.execute("INSERT OR REPLACE INTO meta VALUES (?, '1')", (CALLS_KEPT,))
+            fill_calls_once(db)  # an index from before the calls table
             next_key = int(self._meta("next_key") or 0)
-            removed_delta = False
-            for path in change.remove_paths:
-                rows = db.execute("SELECT key, in_snapshot FROM chunks WHERE path = ?", (path,)).fetchall()
-                if rows:
-                    keys = [(key,) for key, _ in rows]
-                    db.executemany("INSERT OR IGNORE INTO tombstones (key) VALUES (?)", [(k,) for k, s in rows if s])
-                    deleted = db.executemany("DELETE FROM delta WHERE key = ?", keys).rowcount
-                    removed_delta = removed_delta or deleted > 0 or any(s for _, s in rows)
-                    db.executemany("DELETE FROM fts WHERE rowid = ?", keys)
-                    db.executemany("DELETE FROM static WHERE key = ?", keys)
-                    db.executemany("DELETE FROM calls WHERE key = ?", keys)
-                    db.executemany("DELETE FROM chunks WHERE key = ?", keys)
-                db.execute("DELETE FROM files WHERE path = ?", (path,))
-                db.execute("DELETE FROM problems WHERE path = ?", (path,))
+            removed = [forget_path(db, path) for path in change.remove_paths]  # every path, not the first only
+            removed_delta = any(removed)
             from ..lexical import chunk_text, terms  # a leaf; imported here to keep the store's import cheap
 
             for item in change.chunks:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import json
 import sqlite3
+from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
 
@@ -108,6 +109,69 @@ def index_files_problem(folder: Path, kind: str) -> str | None:
     if not vectors.is_file():
         return f"{kind}.sqlite records {identity.count:,} vectors, and {kind}.usearch is missing"
     return snapshot_file_problem(vectors, identity)
+
+
+def add_later_tables(db: sqlite3.Connection) -> None:
+    """What an index from before them lacks: the symbol index, the static rows, the calls table."""
+    db.execute(f"CREATE INDEX IF NOT EXISTS chunks_by_symbol ON chunks({SYMBOL_KEY})")
+    db.execute("CREATE TABLE IF NOT EXISTS static (key INTEGER PRIMARY KEY, vector BLOB NOT NULL)")
+    db.execute("CREATE TABLE IF NOT EXISTS calls (name TEXT NOT NULL, key INTEGER NOT NULL)")
+    db.execute("CREATE INDEX IF NOT EXISTS calls_by_name ON calls(name)")
+    db.execute("CREATE INDEX IF NOT EXISTS calls_by_key ON calls(key)")
+
+
+def fill_calls_once(db: sqlite3.Connection) -> None:
+    """An index from before the calls table gets it filled from its chunks, once, in a write (the caller's
+    transaction)."""
+    if read_meta(db, CALLS_KEPT) != "1":
+        db.execute("DELETE FROM calls")
+        db.execute(FILL_CALLS)
+        db.execute("INSERT OR REPLACE INTO meta VALUES (?, '1')", (CALLS_KEPT,))
+
+
+def pending_rows(
+    db: sqlite3.Connection, first: Sequence[str], limit: int
+) -> tuple[list[tuple[int, str, str, str]], list[tuple[int, str, str, str]]]:
+    """(key, content hash, embed text, path) of the chunks waiting for vectors: those of the files in `first`, then
+    up to `limit` in all of the others, each in fill order."""
+    paths = json.dumps(list(first))
+    select = "SELECT key, content_hash, embed_text, path FROM chunks WHERE embedded = 0"
+    recent = db.execute(
+        f"{select} AND path IN (SELECT value FROM json_each(?)) ORDER BY {FILL_ORDER}", (paths,)
+    ).fetchall()
+    rest = db.execute(
+        f"{select} AND path NOT IN (SELECT value FROM json_each(?)) ORDER BY {FILL_ORDER} LIMIT ?",
+        (paths, max(0, limit - len(recent))),
+    ).fetchall()
+    return recent, rest
+
+
+def forget_path(db: sqlite3.Connection, path: str) -> bool:
+    """Everything of one file out of the index (the caller's transaction); whether a vector left the delta or the
+    snapshot (the dense side then reads its delta afresh)."""
+    rows = db.execute("SELECT key, in_snapshot FROM chunks WHERE path = ?", (path,)).fetchall()
+    removed_vector = False
+    if rows:
+        keys = [(key,) for key, _ in rows]
+        db.executemany("INSERT OR IGNORE INTO tombstones (key) VALUES (?)", [(k,) for k, s in rows if s])
+        deleted = db.executemany("DELETE FROM delta WHERE key = ?", keys).rowcount
+        removed_vector = deleted > 0 or any(s for _, s in rows)
+        for table, column in (("fts", "rowid"), ("static", "key"), ("calls", "key"), ("chunks", "key")):
+            db.executemany(f"DELETE FROM {table} WHERE {column} = ?", keys)
+    db.execute("DELETE FROM files WHERE path = ?", (path,))
+    db.execute("DELETE FROM problems WHERE path = ?", (path,))
+    return removed_vector
+
+
+def callers_of(db: sqlite3.Connection, calls: Sequence[str]) -> list[tuple[str, int]]:
+    """(call, key) of the chunks making one of `calls`, by key."""
+    unique = list(dict.fromkeys(calls))
+    found: list[tuple[str, int]] = []
+    for start in range(0, len(unique), 500):
+        part = unique[start : start + 500]
+        rows = db.execute(f"SELECT name, key FROM calls WHERE name IN ({','.join('?' * len(part))})", part)
+        found += [(str(name), int(key)) for name, key in rows]
+    return sorted(found, key=lambda row: row[1])
 
 
 def chunk_texts(database: Path) -> list[tuple[str, str]]:
