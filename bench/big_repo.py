@@ -233,12 +233,13 @@ def main() -> None:
     parser.add_argument("--mirrors", type=Path, default=Path("/work/.mirror"))
     parser.add_argument("--base", type=Path, required=True, help="a checkout of the code to compare with (main)")
     parser.add_argument("--work", type=Path, default=Path("/tmp/big"))
+    parser.add_argument("--tree", type=Path, help="a checkout of this work to run (default: the installed one)")
     parser.add_argument("--small", default="prometheus", help="the project asked alone (~20k chunks)")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     mono = build_monorepo(args.mirrors, args.work / "mono")
     small = build_monorepo(args.mirrors, args.work / "small", only=args.small)
-    sides = {"main": args.base.resolve(), "work": None}
+    sides = {"main": args.base.resolve(), "work": args.tree.resolve() if args.tree else None}
     report: dict[str, dict[str, object]] = {name: {} for name in sides}
     for name, code in sides.items():  # the builds one after the other: each has the cores to itself
         for label, source in (("mono", mono), ("small", small)):
