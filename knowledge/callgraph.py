@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from .quiet import is_quiet
@@ -19,6 +19,8 @@ MAX_SITES = 10  # call sites listed per caller
 NAME_CANDIDATE_DEFINITIONS = 3  # a member call of unknown receiver names a method of this few definitions at most
 # languages where a method calls another of its class by its bare name (`release_storage()` in a C++ class body)
 IMPLICIT_RECEIVER = frozenset({"cpp", "java", "csharp", "kotlin", "scala", "swift", "ruby"})
+# another project's copy of a library: never where a call by name lands from outside that project
+VENDORED = re.compile(r"(^|/)(vendor|vendored|third_party|third-party|node_modules|extern|external)/")
 
 
 class Entities(Protocol):
@@ -189,8 +191,19 @@ class CallGraph:
     calls are its calls, and a call in any part makes it the caller.
     """
 
-    def __init__(self, entities: Entities | list[Chunk]) -> None:
+    def __init__(self, entities: Entities | list[Chunk], project_of: Callable[[str], str] | None = None) -> None:
         self._entities = LoadedEntities(entities) if isinstance(entities, list) else entities
+        self._project_of = project_of
+
+    def _in_scope(self, origin: Chunk, candidates: list[Chunk]) -> list[Chunk]:
+        """Where a call by name from `origin` may land in a repository of several projects (`project_of`: the folder
+        of a file's nearest manifest): its own project's definitions; failing those, another project's (a sibling
+        package it imports), never one's vendored copy of a library."""
+        if self._project_of is None or not candidates:
+            return candidates
+        home = self._project_of(origin.path)
+        own = [c for c in candidates if self._project_of(c.path) == home]
+        return own or [c for c in candidates if not VENDORED.search(c.path)]
 
     def _rank(self, origin: Chunk, chunks: list[Chunk]) -> list[Chunk]:
         """Same file first, tests and examples last (where `MAX_EDGES` cuts, they are what goes), then by language."""
@@ -231,7 +244,7 @@ class CallGraph:
             own = [c for c in defined if c.parent == chunk.parent and c.path == chunk.path]
             if own:
                 return own
-        return self._rank(chunk, [c for c in defined if c.symbol_kind != "method"])[:3]
+        return self._rank(chunk, self._in_scope(chunk, [c for c in defined if c.symbol_kind != "method"]))[:3]
 
     def calls(self, chunk: Chunk) -> tuple[Reference, ...]:
         parts = self._entities.parts(chunk)
@@ -268,7 +281,8 @@ class CallGraph:
             if chunk.language in IMPLICIT_RECEIVER:  # `release_storage()` in a method of the same class
                 by_name += [c for c in asked.get(plain, []) if c.parent == chunk.parent and c.path == chunk.path]
         else:
-            by_name = list(asked.get(plain, []))
+            functions = [c for c in self._entities.defining(chunk.symbol) if c.symbol_kind != "method"]
+            by_name = [c for c in asked.get(plain, []) if chunk in self._in_scope(c, functions)]
             # Go's `logrus.New()`, a JavaScript module's `lib.parse()`: a function called through its package looks
             # like a member call (Python's are resolved exactly through its imports)
             if few and chunk.language != "python":

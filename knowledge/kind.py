@@ -13,6 +13,12 @@ from .path_gate import Refusal, resolve_inside
 from .records import Chunk
 from .store import ChunkStore, Coverage, SearchSide
 
+# What makes a folder a project of its own in a monorepo: a call by name looks there first (callgraph.py)
+PROJECT_MANIFESTS = (
+    "pyproject.toml", "setup.py", "package.json", "go.mod", "Cargo.toml", "pom.xml", "build.gradle",
+    "build.gradle.kts", "build.sbt", "composer.json", "Gemfile", "mix.exs", "Package.swift", "stack.yaml",
+)  # fmt: skip
+
 
 def selection_fingerprint(settings: Settings) -> str:
     """Changes when the set of indexed files could change without any commit (globs, size cap)."""
@@ -43,6 +49,7 @@ class KindIndex:
         self.store = store
         self._graph: tuple[str, CallGraph, dict[int, Chunk]] | None = None
         self._stored: tuple[str, CallGraph] | None = None
+        self._projects: dict[str, str] = {}  # folder -> its project's folder
 
     @property
     def searched(self) -> SearchSide:
@@ -103,7 +110,7 @@ class KindIndex:
         version = self.store.version()
         if self._graph is None or self._graph[0] != version:
             chunks = self.store.all_chunks()
-            self._graph = (version, CallGraph(list(chunks.values())), chunks)
+            self._graph = (version, CallGraph(list(chunks.values()), self.project_of), chunks)
         return self._graph[1:]
 
     def call_graph(self) -> CallGraph:
@@ -113,8 +120,17 @@ class KindIndex:
             return self._loaded()[0]
         version = self.store.version()
         if self._stored is None or self._stored[0] != version:
-            self._stored = (version, CallGraph(StoredEntities(self.store)))
+            self._stored = (version, CallGraph(StoredEntities(self.store), self.project_of))
         return self._stored[1]
+
+    def project_of(self, path: str) -> str:
+        """The folder of the project `path` belongs to: the nearest above it holding a project's manifest
+        (`pyproject.toml`, `package.json`, `go.mod`, ...); "" for the repository's root or a file of no project."""
+        folder = path.rsplit("/", 1)[0] if "/" in path else ""
+        if folder not in self._projects:
+            holds = any((self.root / folder / name).is_file() for name in PROJECT_MANIFESTS)
+            self._projects[folder] = folder if holds or not folder else self.project_of(folder)
+        return self._projects[folder]
 
     def chunks_in(self, path: str) -> list[Chunk]:
         """The chunks of one file, in key order (by path, through the store's index)."""

@@ -151,3 +151,33 @@ def test_implicit_receiver_calls_stay_inside_their_class(git_repo, language):
     other = next(c for c in by_id.values() if c.parent == "Other")
     assert graph.called_by(other) == ()
     store.close()
+
+
+def test_a_call_by_name_lands_in_its_own_project_never_in_anothers_vendored_copy(git_repo):
+    """Issue 68: in a monorepo one project's method listed as its callee a function of a library vendored inside
+    another project."""
+    commit(
+        git_repo,
+        {
+            "shop/go.mod": "module example.com/shop\n",
+            "shop/cart.go": "package shop\n\nfunc Checkout() int { return normalize(3) }\n",
+            "shop/util.go": "package shop\n\nfunc normalize(n int) int { return n }\n",
+            "billing/go.mod": "module example.com/billing\n",
+            "billing/extern/lib/fmt/util.go": "package fmt\n\nfunc normalize(n int) int { return -n }\n",
+            "billing/bill.go": "package billing\n\nfunc Total() int { return round(2) }\n",
+            "tools/go.mod": "module example.com/tools\n",
+            "tools/round.go": "package tools\n\nfunc round(n int) int { return n }\n",
+        },
+    )
+    run(git_repo, "reindex-all", "--quiet")
+    kb = KnowledgeBase.open(git_repo, embedder_factory=lambda s: HashingEmbedder())
+    code = kb.index("code")
+    graph = code.call_graph()
+    checkout = next(c for c in code.chunks_in("shop/cart.go") if c.symbol == "Checkout")
+    assert [(ref["path"], ref["name"]) for ref in graph.calls(checkout)] == [("shop/util.go", "normalize")]
+    vendored = next(c for c in code.chunks_in("billing/extern/lib/fmt/util.go") if c.symbol)
+    assert graph.called_by(vendored) == ()
+    total = next(c for c in code.chunks_in("billing/bill.go") if c.symbol == "Total")  # a sibling project's function
+    assert [ref["path"] for ref in graph.calls(total)] == ["tools/round.go"]
+    assert code.project_of("billing/extern/lib/fmt/util.go") == "billing"
+    assert code.project_of("shop/util.go") == "shop"
