@@ -159,6 +159,8 @@ class Settings:
     rank_rules: bool = True  # the code ranking rules (definition, file names, path priors, variety)
     drift_changelogs: bool = False  # a changelog's broken references fail `drift` too (they name old APIs by design)
     fill: bool = True  # false: the index stays at the first stage (static + lexical), no transformer vector is made
+    fill_paths: tuple[str, ...] = ()  # globs: only these files get transformer vectors (none: every file)
+    fill_exclude: tuple[str, ...] = ()  # globs: these files stay at the first stage
     history: bool = True  # the commits' messages and files, kept by every reindex as evidence for `locate`
     secret_patterns: tuple[str, ...] = ()  # regular expressions redacted besides the built-in detectors
     secret_files: tuple[str, ...] = DEFAULT_SECRET_FILES  # file-name globs never read
@@ -204,7 +206,7 @@ def _coerce(name: str, value: Any, origin: str) -> Any:  # noqa: ANN401 - valida
             if number < 1:
                 raise fail(f"{number} must be at least 1")
             return number
-        if name in {"include", "exclude", "code_include", "code_exclude", "secret_files"}:
+        if name in {"include", "exclude", "code_include", "code_exclude", "secret_files", "fill_paths", "fill_exclude"}:
             if isinstance(value, str) or not all(isinstance(v, str) for v in value):
                 raise fail("expected a list of glob strings")
             for pattern in value:

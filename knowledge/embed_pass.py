@@ -12,15 +12,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, cast
 
 from .child import knowledge_argv, start_detached
 from .config import Settings
 from .embedding import model_spec
 from .fs import is_locked, open_append, try_lock
+from .globs import glob_to_regex, matches_any
 from .indexer import ProgressCallback
 from .records import Progress
-from .store import EmbedProgress, FillSide, StoreReader, embed_lock_path, index_dir
+from .store import EmbedProgress, FillSide, Pending, StoreReader, embed_lock_path, index_dir
 from .store.asked import recently_asked
 
 if TYPE_CHECKING:
@@ -56,16 +57,57 @@ def embed_pending(
     on_progress: ProgressCallback | None = None,
     compact_at_end: bool = False,
     first: Sequence[str] = (),
+    in_scope: Callable[[str], bool] | None = None,
 ) -> EmbedResult:
     """Give every pending chunk its vector, batch by batch (the files answers pointed at during the fill first, then
-    those in `first`, then `FILL_ORDER`); the model loads only if the cache lacks something."""
+    those in `first`, then `FILL_ORDER`), only in the files `in_scope` keeps; the model loads only if the cache lacks
+    something."""
     result = EmbedResult()
     started = time.monotonic()
+    if in_scope is not None:  # `fill_paths` / `fill_exclude`: the files outside stay at the first stage
+        stores = [
+            cast(FillSide, _Scoped(store, [path for path in store.files() if not in_scope(path)])) for store in stores
+        ]
     try:
         _embed_all(root, stores, embedder, cache, writer_lock, on_progress, compact_at_end, result, first)
     finally:
         result.seconds = round(time.monotonic() - started, 3)
     return result
+
+
+class _Scoped:
+    """A store's fill, less the files the fill's scope leaves out."""
+
+    def __init__(self, store: FillSide, skip: list[str]) -> None:
+        self._store, self._skip = store, skip
+        self.kind = store.kind
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._store, name)
+
+    def pending(self, limit: int, first: Sequence[str] = (), skip: Sequence[str] = ()) -> list[Pending]:
+        return self._store.pending(limit, first, [*self._skip, *skip])
+
+    def pending_size(self, skip: Sequence[str] = ()) -> tuple[int, int]:
+        return self._store.pending_size([*self._skip, *skip])
+
+
+def waiting(settings: Settings, stores: Sequence[FillSide], pending: int) -> int:
+    """Of `pending` chunks without a vector, those a fill will still embed: none with `fill = false`, those in its
+    scope (`fill_paths`, `fill_exclude`)."""
+    scope = fill_scope(settings)
+    if not settings.fill or not pending or scope is None:
+        return pending if settings.fill else 0
+    return sum(store.pending_size([path for path in store.files() if not scope(path)])[0] for store in stores)
+
+
+def fill_scope(settings: Settings) -> Callable[[str], bool] | None:
+    """Which files the fill gives transformer vectors (`fill_paths`, less `fill_exclude`); None: every file."""
+    if not settings.fill_paths and not settings.fill_exclude:
+        return None
+    wanted = [glob_to_regex(p) for p in settings.fill_paths]
+    left = [glob_to_regex(p) for p in settings.fill_exclude]
+    return lambda path: (not wanted or matches_any(path, wanted)) and not matches_any(path, left)
 
 
 def _embed_all(

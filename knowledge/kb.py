@@ -19,7 +19,7 @@ from .corpus import KINDS
 from .doc_lint import lint_docs
 from .docs_for import by_meaning, docs_for, meaning_query
 from .drift import find_drift
-from .embed_pass import EmbedResult, embed_in_background, embed_pending, fill_mismatch
+from .embed_pass import EmbedResult, embed_in_background, embed_pending, fill_mismatch, fill_scope, waiting
 from .embedding import TokenCounter, model_spec
 from .errors import IndexCorruptError, IndexIncompatibleError, IndexNotFoundError, KnowledgeError, ModelUnavailableError
 from .findability import measure as measure_findability
@@ -238,6 +238,7 @@ class KnowledgeBase:
                 on_progress,
                 compact_at_end=compact,
                 first=recently_changed(self.root),
+                in_scope=fill_scope(self.settings),
             )
         finally:
             if cache is not None:
@@ -252,7 +253,7 @@ class KnowledgeBase:
             report,
             chunks_embedded=embedded.embedded if embedded else report.chunks_embedded,
             chunks_reused=report.chunks_reused + (embedded.reused if embedded else 0),
-            chunks_pending=total - done if self.settings.fill else 0,  # `fill = false`: none waits for a vector
+            chunks_pending=waiting(self.settings, [index.store for index in self.indexes()], total - done),
             dense_coverage=1.0 if total == 0 else round(done / total, 4),
             seconds=round(report.seconds + (embedded.seconds if embedded else 0.0), 3),
         )

@@ -456,3 +456,41 @@ def test_a_big_index_scans_rotated_heads_and_scores_the_best_rows_whole(tmp_path
         found.append(len(wanted.keys() & {hit.key for hit in got}) / 50)
     assert min(found) >= 0.9
     assert np.mean(found) >= 0.98
+
+
+def test_fill_paths_and_fill_exclude_scope_the_fill_and_nothing_says_the_rest_waits(git_repo):
+    """Issue 68: on a repository whose fill would take hours, a team scopes it; what is left out stays at the first
+    stage (searchable) and no summary counts it as waiting."""
+    from click.testing import CliRunner
+
+    from knowledge.cli import cli
+    from knowledge.store.local import LocalStore
+
+    from .conftest import HashingEmbedder, commit
+
+    commit(
+        git_repo,
+        {
+            "knowledge.toml": 'fill_paths = ["src/**", "docs/**"]\nfill_exclude = ["src/generated/**"]\n',
+            "src/app.py": "def serve():\n    return 1\n",
+            "src/generated/api.py": "def generated_call():\n    return 2\n",
+            "tools/script.py": "def tool():\n    return 3\n",
+            "docs/guide.md": "---\ndescription: Guide.\n---\n# Guide\n\nServe the app.\n",
+        },
+    )
+    result = CliRunner().invoke(
+        cli, ["-C", str(git_repo), "reindex-all"], obj={"embedder_factory": lambda s: HashingEmbedder()}
+    )
+    assert result.exit_code == 0, result.output
+    assert "wait for vectors" not in result.stderr
+    store = LocalStore.open(git_repo, "code")
+    embedded = dict(store._db.execute("SELECT path, min(embedded) FROM chunks GROUP BY path").fetchall())
+    assert embedded["src/app.py"] == 1
+    assert embedded["src/generated/api.py"] == 0
+    assert embedded["tools/script.py"] == 0
+    assert LocalStore.open(git_repo, "docs").coverage().ratio == 1.0
+    found = CliRunner().invoke(
+        cli, ["-C", str(git_repo), "search", "tool", "--kind", "code", "--json", "--threshold", "0"],
+        obj={"embedder_factory": lambda s: HashingEmbedder()},
+    )  # fmt: skip
+    assert "tools/script.py" in found.stdout  # the first stage still answers for it

@@ -249,12 +249,13 @@ class WriteSide(StoreReader, Protocol):
 class FillSide(StoreReader, Protocol):
     """What the fill asks and writes (embed_pass.py): the chunks waiting for vectors, then their vectors."""
 
-    def pending(self, limit: int, first: Sequence[str] = ()) -> list[Pending]:
-        """Chunks without a vector, at most `limit`, in fill order (the files in `first` before others)."""
+    def pending(self, limit: int, first: Sequence[str] = (), skip: Sequence[str] = ()) -> list[Pending]:
+        """Chunks without a vector, at most `limit`, in fill order (the files in `first` before others), none of the
+        files in `skip` (outside `fill_paths`, or in `fill_exclude`)."""
         ...
 
-    def pending_size(self) -> tuple[int, int]:
-        """(chunks, characters of embedding input) still waiting for vectors."""
+    def pending_size(self, skip: Sequence[str] = ()) -> tuple[int, int]:
+        """(chunks, characters of embedding input) still waiting for vectors, none of the files in `skip`."""
         ...
 
     def add_vectors(self, vectors: dict[int, npt.NDArray[np.float32]]) -> int:

@@ -287,16 +287,18 @@ class LocalStore:
             row = self._db.execute("SELECT hash, mtime_ns, size FROM files WHERE path = ?", (path,)).fetchone()
         return FileFacts(path, row[0], row[1] or 0, row[2] or 0) if row else None
 
-    def pending(self, limit: int, first: Sequence[str] = ()) -> list[Pending]:
+    def pending(self, limit: int, first: Sequence[str] = (), skip: Sequence[str] = ()) -> list[Pending]:
         with self._lock:
-            recent, rest = pending_rows(self._db, first, limit)
+            recent, rest = pending_rows(self._db, first, limit, skip)
         return recent_first(first, recent, rest, limit)
 
-    def pending_size(self) -> tuple[int, int]:
-        """(chunks, characters of embedding input) still waiting for vectors."""
+    def pending_size(self, skip: Sequence[str] = ()) -> tuple[int, int]:
+        """(chunks, characters of embedding input) still waiting for vectors, none of the files in `skip`."""
         with self._lock:
             count, chars = self._db.execute(
-                "SELECT count(*), coalesce(sum(chars), 0) FROM chunks WHERE embedded = 0"
+                "SELECT count(*), coalesce(sum(chars), 0) FROM chunks WHERE embedded = 0 "
+                "AND path NOT IN (SELECT value FROM json_each(?))",
+                (json.dumps(list(skip)),),
             ).fetchone()
         return int(count), int(chars)
 

@@ -130,18 +130,21 @@ def fill_calls_once(db: sqlite3.Connection) -> None:
 
 
 def pending_rows(
-    db: sqlite3.Connection, first: Sequence[str], limit: int
+    db: sqlite3.Connection, first: Sequence[str], limit: int, skip: Sequence[str] = ()
 ) -> tuple[list[tuple[int, str, str, str]], list[tuple[int, str, str, str]]]:
-    """(key, content hash, embed text, path) of the chunks waiting for vectors: those of the files in `first`, then
-    up to `limit` in all of the others, each in fill order."""
-    paths = json.dumps(list(first))
-    select = "SELECT key, content_hash, embed_text, path FROM chunks WHERE embedded = 0"
+    """(key, content hash, embed text, path) of the chunks waiting for vectors, none of the files in `skip`: those of
+    the files in `first`, then up to `limit` in all of the others, each in fill order."""
+    paths, skipped = json.dumps(list(first)), json.dumps(list(skip))
+    select = (
+        "SELECT key, content_hash, embed_text, path FROM chunks WHERE embedded = 0 "
+        "AND path NOT IN (SELECT value FROM json_each(?))"
+    )
     recent = db.execute(
-        f"{select} AND path IN (SELECT value FROM json_each(?)) ORDER BY {FILL_ORDER}", (paths,)
+        f"{select} AND path IN (SELECT value FROM json_each(?)) ORDER BY {FILL_ORDER}", (skipped, paths)
     ).fetchall()
     rest = db.execute(
         f"{select} AND path NOT IN (SELECT value FROM json_each(?)) ORDER BY {FILL_ORDER} LIMIT ?",
-        (paths, max(0, limit - len(recent))),
+        (skipped, paths, max(0, limit - len(recent))),
     ).fetchall()
     return recent, rest
 

@@ -272,23 +272,26 @@ class PostgresStore:
         progress = EmbedProgress(**raw) if raw else None
         return Coverage(int(total), int(embedded), progress, static=int(waiting), static_rows=int(rows))
 
-    def pending(self, limit: int, first: Sequence[str] = ()) -> list[Pending]:
+    def pending(self, limit: int, first: Sequence[str] = (), skip: Sequence[str] = ()) -> list[Pending]:
         select = (
             "SELECT key, content_hash, embed_text, path FROM knowledge_chunks WHERE index_id = %s "
-            "AND embedding IS NULL AND {} path = ANY(%s) ORDER BY (path ~* %s), "
+            "AND embedding IS NULL AND NOT (path = ANY(%s)) AND {} path = ANY(%s) ORDER BY (path ~* %s), "
             "CASE WHEN data->>'exported' = 'true' THEN 0 WHEN coalesce(data->>'symbol', '') <> '' THEN 1 ELSE 2 END, "
             "key"  # policy.FILL_ORDER
         )
-        recent = self._all(select.format(""), (self.index_id, list(first), QUIET_PATTERN)) if first else []
+        skipped = list(skip)
+        recent = self._all(select.format(""), (self.index_id, skipped, list(first), QUIET_PATTERN)) if first else []
         rest = self._all(
-            select.format("NOT") + " LIMIT %s", (self.index_id, list(first), QUIET_PATTERN, max(0, limit - len(recent)))
+            select.format("NOT") + " LIMIT %s",
+            (self.index_id, skipped, list(first), QUIET_PATTERN, max(0, limit - len(recent))),
         )
         return recent_first(first, recent, rest, limit)
 
-    def pending_size(self) -> tuple[int, int]:
+    def pending_size(self, skip: Sequence[str] = ()) -> tuple[int, int]:
         count, chars = self._one(
-            "SELECT count(*), coalesce(sum(chars), 0) FROM knowledge_chunks WHERE index_id = %s AND embedding IS NULL",
-            (self.index_id,),
+            "SELECT count(*), coalesce(sum(chars), 0) FROM knowledge_chunks WHERE index_id = %s AND embedding IS NULL "
+            "AND NOT (path = ANY(%s))",
+            (self.index_id, list(skip)),
         )
         return int(count), int(chars)
 
