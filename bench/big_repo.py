@@ -26,7 +26,6 @@ import sys
 import time
 from pathlib import Path
 
-PROJECT = Path(__file__).resolve().parent.parent
 QUESTIONS = [
     "parse a duration string with units",
     "retry a request with exponential backoff",
