@@ -82,15 +82,10 @@ class StoredEntities:
     """`Entities` read from an engine's tables by key: the chunks that define a name (by symbol), that make a call
     (`callers`), and a file's chunks (by path). What a graph asked once it keeps (a graph serves one index version)."""
 
-    def __init__(self, side: StoredGraphSide) -> None:
+    def __init__(self, side: StoredGraphSide, file_chunks: Callable[[str], list[Chunk]] | None = None) -> None:
         self._side = side
         self._defined: dict[str, list[Chunk]] = {}
-        self._files: dict[str, list[Chunk]] = {}
-
-    def _file(self, path: str) -> list[Chunk]:
-        if path not in self._files:
-            self._files[path] = self._side.chunks_of_path(path)
-        return self._files[path]
+        self._file = file_chunks or side.chunks_of_path  # a file's chunks (the caller may keep the ones asked lately)
 
     def defining(self, name: str) -> list[Chunk]:
         if name not in self._defined:

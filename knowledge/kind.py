@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import hashlib
+import threading
+from collections import OrderedDict
 from pathlib import Path
 
 from . import git
@@ -13,6 +15,7 @@ from .path_gate import Refusal, resolve_inside
 from .records import Chunk
 from .store import ChunkStore, Coverage, SearchSide
 
+FILES_KEPT = 4096  # files whose chunks a process keeps between answers (a warm daemon's working set, not the index)
 # What makes a folder a project of its own in a monorepo: a call by name looks there first (callgraph.py)
 PROJECT_MANIFESTS = (
     "pyproject.toml", "setup.py", "package.json", "go.mod", "Cargo.toml", "pom.xml", "build.gradle",
@@ -50,6 +53,8 @@ class KindIndex:
         self._graph: tuple[str, CallGraph, dict[int, Chunk]] | None = None
         self._stored: tuple[str, CallGraph] | None = None
         self._projects: dict[str, str] = {}  # folder -> its project's folder
+        self._files: tuple[str, OrderedDict[str, list[Chunk]]] = ("", OrderedDict())
+        self._files_lock = threading.Lock()
 
     @property
     def searched(self) -> SearchSide:
@@ -120,7 +125,7 @@ class KindIndex:
             return self._loaded()[0]
         version = self.store.version()
         if self._stored is None or self._stored[0] != version:
-            self._stored = (version, CallGraph(StoredEntities(self.store), self.project_of))
+            self._stored = (version, CallGraph(StoredEntities(self.store, self.chunks_in), self.project_of))
         return self._stored[1]
 
     def project_of(self, path: str) -> str:
@@ -133,8 +138,22 @@ class KindIndex:
         return self._projects[folder]
 
     def chunks_in(self, path: str) -> list[Chunk]:
-        """The chunks of one file, in key order (by path, through the store's index)."""
-        return self.store.chunks_of_path(path)
+        """The chunks of one file, in key order (by path, through the store's index), the files asked lately kept
+        while the index does not change (a warm process answers from them; FILES_KEPT bounds them)."""
+        version = self.store.version()
+        with self._files_lock:  # a server's threads share it
+            if self._files[0] != version:
+                self._files = (version, OrderedDict())
+            kept = self._files[1]
+            if path in kept:
+                kept.move_to_end(path)
+                return kept[path]
+        chunks = self.store.chunks_of_path(path)
+        with self._files_lock:
+            kept[path] = chunks
+            if len(kept) > FILES_KEPT:
+                kept.popitem(last=False)
+        return chunks
 
     def chunk_at(self, path: str, line: int) -> Chunk | None:
         return next((c for c in self.chunks_in(path) if c.line_start == line), None)

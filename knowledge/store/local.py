@@ -313,6 +313,7 @@ class LocalStore:
             removed_delta = any(removed)
             from ..lexical import chunk_text, terms  # a leaf; imported here to keep the store's import cheap
 
+            calls: list[tuple[int, str]] = []
             for item in change.chunks:
                 chunk, key = item.chunk, next_key
                 next_key += 1
@@ -331,9 +332,7 @@ class LocalStore:
                         int(embedded),
                     ),
                 )
-                db.executemany(
-                    "INSERT INTO calls (name, key) VALUES (?, ?)", [(c, key) for c in dict.fromkeys(chunk.calls)]
-                )
+                calls += [(key, name) for name in dict.fromkeys(chunk.calls)]
                 body = item.lexical if item.lexical is not None else " ".join(terms(chunk_text(chunk)))
                 db.execute("INSERT INTO fts (rowid, body) VALUES (?, ?)", (key, body))
                 if embedded:
@@ -346,6 +345,7 @@ class LocalStore:
                         "INSERT INTO static (key, vector) VALUES (?, ?)",
                         (key, np.asarray(item.static, dtype=np.float32).tobytes()),
                     )
+            db.executemany("INSERT INTO calls (key, name) VALUES (?, ?)", calls)
             db.executemany(
                 "INSERT OR REPLACE INTO files (path, hash, mtime_ns, size) VALUES (?, ?, ?, ?)",
                 [(f.path, f.content_hash, f.mtime_ns, f.size) for f in change.files],

@@ -35,9 +35,8 @@ CREATE TABLE IF NOT EXISTS delta (seq INTEGER PRIMARY KEY AUTOINCREMENT, key INT
 CREATE TABLE IF NOT EXISTS tombstones (key INTEGER PRIMARY KEY);
 CREATE TABLE IF NOT EXISTS static (key INTEGER PRIMARY KEY, vector BLOB NOT NULL);
 CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(body, tokenize="{tokenizer}");
-CREATE TABLE IF NOT EXISTS calls (name TEXT NOT NULL, key INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS calls (key INTEGER NOT NULL, name TEXT NOT NULL, PRIMARY KEY (key, name)) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS calls_by_name ON calls(name);
-CREATE INDEX IF NOT EXISTS calls_by_key ON calls(key);
 """.replace("{symbol}", SYMBOL_KEY).replace("{tokenizer}", FTS_TOKENIZER)
 
 
@@ -55,7 +54,7 @@ FILL_ORDER = (  # policy.FILL_ORDER in SQLite (`quiet` is policy's rule, registe
 # has the table filled by its next write)
 CALLS_KEPT = "calls_kept"
 FILL_CALLS = (
-    "INSERT INTO calls (name, key) SELECT DISTINCT j.value, c.key FROM chunks c, json_each(c.data, '$.calls') j"
+    "INSERT INTO calls (key, name) SELECT DISTINCT c.key, j.value FROM chunks c, json_each(c.data, '$.calls') j"
 )
 
 
@@ -115,9 +114,11 @@ def add_later_tables(db: sqlite3.Connection) -> None:
     """What an index from before them lacks: the symbol index, the static rows, the calls table."""
     db.execute(f"CREATE INDEX IF NOT EXISTS chunks_by_symbol ON chunks({SYMBOL_KEY})")
     db.execute("CREATE TABLE IF NOT EXISTS static (key INTEGER PRIMARY KEY, vector BLOB NOT NULL)")
-    db.execute("CREATE TABLE IF NOT EXISTS calls (name TEXT NOT NULL, key INTEGER NOT NULL)")
+    db.execute(
+        "CREATE TABLE IF NOT EXISTS calls (key INTEGER NOT NULL, name TEXT NOT NULL, PRIMARY KEY (key, name)) "
+        "WITHOUT ROWID"
+    )
     db.execute("CREATE INDEX IF NOT EXISTS calls_by_name ON calls(name)")
-    db.execute("CREATE INDEX IF NOT EXISTS calls_by_key ON calls(key)")
 
 
 def fill_calls_once(db: sqlite3.Connection) -> None:
