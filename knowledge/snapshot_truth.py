@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from itertools import groupby
 from pathlib import Path
 
 from .git import blobs_at, differs_from_worktree, regular_files_at
@@ -20,24 +21,20 @@ def untrue_paths(root: Path, commit: str, databases: Iterable[Path]) -> list[str
     """The files (sorted) with a chunk in `databases` whose text is not in the file as committed in `commit`: read
     from the work tree where it still holds that commit's content (as the indexer reads it, through the path gate),
     from git's objects where it changed since."""
-    chunks = [chunk for database in databases for chunk in chunk_texts(database)]
     regular = regular_files_at(root, commit)  # a snapshot names the paths: only the commit's own files are read
-    paths = {path for path, _ in chunks} & regular
     changed = differs_from_worktree(root, commit)  # git reports a file under a linked folder as changed
-    blobs = blobs_at(root, commit, sorted(paths & changed))
-    # a committed regular file unchanged since: no folder on its way is a link (git would say it changed)
-    blobs |= {path: read_unlinked(root / path) for path in paths - changed}
-    texts: dict[str, str | None] = {}
-    untrue: set[str] = set()
-    for path, content in chunks:
-        if path in untrue:
-            continue
-        if path not in texts:
-            texts[path] = _as_indexed(blobs.get(path))
-        text = texts[path]
-        if text is None or not _holds(text, content):
-            untrue.add(path)
-    return sorted(untrue)
+    committed = blobs_at(root, commit, sorted(regular & changed))  # the few files changed since, as they were
+    untrue: list[str] = []
+    for database in databases:  # one file at a time, its chunks together (by path)
+        for path, chunks in groupby(chunk_texts(database), key=lambda row: row[0]):
+            if path in regular and path not in changed:
+                # a committed regular file unchanged since: no folder on its way is a link (git would say so)
+                text = _as_indexed(read_unlinked(root / path))
+            else:
+                text = _as_indexed(committed.get(path))
+            if text is None or not all(_holds(text, content) for _, content in chunks):
+                untrue.append(path)
+    return sorted(set(untrue))
 
 
 def _as_indexed(data: bytes | None) -> str | None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 import json
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict
 from pathlib import Path
 
@@ -178,12 +178,13 @@ def callers_of(db: sqlite3.Connection, calls: Sequence[str]) -> list[tuple[str, 
     return sorted(found, key=lambda row: row[1])
 
 
-def chunk_texts(database: Path) -> list[tuple[str, str]]:
-    """Every chunk's path and shown text in the index file `database`, by path (what a snapshot's import checks
-    against the files)."""
+def chunk_texts(database: Path) -> Iterator[tuple[str, str]]:
+    """Every chunk's path and shown text in the index file `database`, by path, a page at a time (what a snapshot's
+    import checks against the files; a million chunks' texts are never held at once)."""
     with contextlib.closing(sqlite3.connect(f"file:{database}?mode=ro", uri=True)) as db:
-        rows = db.execute("SELECT path, json_extract(data, '$.content') FROM chunks ORDER BY path").fetchall()
-    return [(str(path), str(content or "")) for path, content in rows]
+        cursor = db.execute("SELECT path, json_extract(data, '$.content') FROM chunks ORDER BY path")
+        while page := cursor.fetchmany(4096):
+            yield from ((str(path), str(content or "")) for path, content in page)
 
 
 def remove_leftovers(folder: Path) -> None:
