@@ -343,3 +343,15 @@ def test_eval_says_n_a_where_no_doc_has_a_description(git_repo):
     assert "descriptions" in said
     assert "n/a (no doc has one)" in said
     assert "recall@1 0.000" not in said.split("\n")[0]
+
+
+def test_outside_a_repository_a_command_says_so(tmp_path):
+    """Issue 69: outside any repository `search` advised indexing the folder, as if it were one."""
+    folder = tmp_path / "not-a-repo"
+    folder.mkdir()
+    result = CliRunner().invoke(
+        cli, ["-C", str(folder), "search", "hooks"], obj={"embedder_factory": lambda s: HashingEmbedder()}
+    )
+    assert result.exit_code == 1
+    assert "is in no git repository and has no index" in result.output
+    assert len(result.output.strip().splitlines()) == 1

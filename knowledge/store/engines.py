@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from .. import git
-from ..errors import ConfigError, WriteRefusedError
+from ..errors import ConfigError, IndexNotFoundError, WriteRefusedError
 from ..fs import symlinked_index_message
 from . import INDEX_DIR, ChunkStore, Manifest, index_dir
 from .local import LocalStore
@@ -118,7 +118,15 @@ class LocalEngine:
         return LocalStore.exists(self.root, kind)
 
     def open(self, kind: str) -> ChunkStore:
-        return LocalStore.open(self.root, kind)
+        try:
+            return LocalStore.open(self.root, kind)
+        except IndexNotFoundError:
+            if git.repo_root(self.root) is None:  # not a repository: say so, not only how to index the folder
+                raise IndexNotFoundError(
+                    f"{self.root} is in no git repository and has no index: cd into a repository, or run "
+                    "`knowledge reindex-all` to index this folder as it is"
+                ) from None
+            raise
 
     def manifest(self, kind: str) -> Manifest | None:
         try:  # `<kind>.meta.json`, written with every change beside the authoritative copy in SQLite
