@@ -200,6 +200,13 @@ class CallGraph:
         own = [c for c in candidates if self._project_of(c.path) == home]
         return own or [c for c in candidates if not VENDORED.search(c.path)]
 
+    def _beside(self, caller: Chunk, callee: Chunk) -> bool:
+        """Whether a member call of unknown receiver in `caller` may be a call of `callee`: same language, and the
+        same project where the repository has several."""
+        if caller.language != callee.language:
+            return False
+        return self._project_of is None or self._project_of(caller.path) == self._project_of(callee.path)
+
     def _rank(self, origin: Chunk, chunks: list[Chunk]) -> list[Chunk]:
         """Same file first, tests and examples last (where `MAX_EDGES` cuts, they are what goes), then by language."""
         return sorted(chunks, key=lambda c: (c.path != origin.path, is_quiet(c.path), *self._order(origin, c)))
@@ -271,8 +278,8 @@ class CallGraph:
         ]
         members = asked.get(member, [])
         few = len(self._entities.defining(chunk.symbol)) <= NAME_CANDIDATE_DEFINITIONS
-        if chunk.symbol_kind == "method":
-            by_name = [c for c in members if c.path == chunk.path or few]
+        if chunk.symbol_kind == "method":  # `x.sleep()` of an unknown `x`: a guess only within the method's own project
+            by_name = [c for c in members if c.path == chunk.path or (few and self._beside(c, chunk))]
             if chunk.language in IMPLICIT_RECEIVER:  # `release_storage()` in a method of the same class
                 by_name += [c for c in asked.get(plain, []) if c.parent == chunk.parent and c.path == chunk.path]
         else:
@@ -281,7 +288,7 @@ class CallGraph:
             # Go's `logrus.New()`, a JavaScript module's `lib.parse()`: a function called through its package looks
             # like a member call (Python's are resolved exactly through its imports)
             if few and chunk.language != "python":
-                by_name += [c for c in members if c.language == chunk.language]
+                by_name += [c for c in members if self._beside(c, chunk)]
         resolved = {c.id: "name" for c in by_name} | {c.id: "exact" for c in exact}
         # same file first, tests and examples last however their calls were resolved (so the cap cuts them first),
         # exact callers before guesses among the rest

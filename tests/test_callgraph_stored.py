@@ -181,3 +181,23 @@ def test_a_call_by_name_lands_in_its_own_project_never_in_anothers_vendored_copy
     assert [ref["path"] for ref in graph.calls(total)] == ["tools/round.go"]
     assert code.project_of("billing/extern/lib/fmt/util.go") == "billing"
     assert code.project_of("shop/util.go") == "shop"
+
+
+def test_a_member_call_of_unknown_receiver_is_a_caller_only_within_the_methods_own_project(git_repo):
+    """Issue 68: on the monorepo, pip's `Retry.sleep` listed Kong's Lua functions calling `ngx.sleep()` as callers."""
+    commit(
+        git_repo,
+        {
+            "pip/pyproject.toml": "[project]\nname = 'pip'\n",
+            "pip/retry.py": "class Retry:\n    def sleep(self, seconds):\n        return seconds\n",
+            "pip/pool.py": "def urlopen(retries):\n    retries.sleep(3)\n    return retries\n",
+            "kong/kong-3.0.rockspec": "package = 'kong'\n",
+            "kong/rpc.lua": "local function wait_ready()\n  ngx.sleep(1)\n  return true\nend\n",
+            "kong/quit.lua": "local function execute(retries)\n  retries.sleep(2)\nend\n",
+        },
+    )
+    run(git_repo, "reindex-all", "--quiet")
+    kb = KnowledgeBase.open(git_repo, embedder_factory=lambda s: HashingEmbedder())
+    code = kb.index("code")
+    sleep = next(c for c in code.chunks_in("pip/retry.py") if c.symbol == "sleep")
+    assert [(ref["path"], ref["name"]) for ref in code.call_graph().called_by(sleep)] == [("pip/pool.py", "urlopen")]

@@ -91,8 +91,11 @@ def test_after_a_commit_the_copy_waits_until_it_has_caught_up_then_ranks_as_fts5
 def test_a_warm_knowledge_base_answers_as_a_cold_one_before_and_after_a_commit(repo, monkeypatch):
     monkeypatch.setattr(local_lexical, "MEMORY_LEXICON_MIN_CHUNKS", 1)
     warm = open_kb(repo)
-    warm.keep_warm()  # in the background, as a server does
+    monkeypatch.setattr(local_lexical, "BUILD_AFTER_FIRST_QUESTION_S", 0.0)
+    warm.keep_warm()  # in the background, as a server does: after the first question
     store = warm.index("docs").store
+    assert store._lexical._lexicon.search(["index"], 5, store._meta("chunks_version")) is None
+    warm.search("index", threshold=0)
     deadline = time.monotonic() + 30
     lexicon = store._lexical._lexicon
     while lexicon.search(["index"], 5, store._meta("chunks_version")) is None and time.monotonic() < deadline:

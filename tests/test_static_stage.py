@@ -125,7 +125,7 @@ def test_an_index_built_before_static_rows_were_kept_is_rebuilt_by_the_next_rein
     kb.embed_pending()
     store = kb.index("docs").store
     with store._db:  # what an older knowledge left: rows gone with the fill
-        store._db.execute("DELETE FROM static")
+        store._db.execute("DELETE FROM static_blocks")
     store._invalidate()
     assert kb.index("docs").coverage().static_rows == 0
     kb.reindex_changes(embed=False)
@@ -386,76 +386,91 @@ def test_with_fill_off_the_index_stays_at_the_first_stage_and_answers(git_repo):
     assert status_from_dict(status_to_dict(status)) == status
 
 
-def test_the_static_search_keeps_the_best_k_in_order_with_ties_in_key_order():
-    from knowledge.store.static_scan import exact_rows
+def test_the_static_search_keeps_the_best_k_in_order_with_ties_in_key_order(monkeypatch):
+    from knowledge.store import static_scan
 
+    monkeypatch.setattr(static_scan, "SCAN_MIN_ROWS", 1000)  # the float16 scan's candidates from 1000 rows on
     rng = np.random.default_rng(0)
     for rows, k in ((3000, 100), (50, 100), (1000, 1000), (500, 1), (20_000, 7), (40_000, 300)):
-        matrix = np.round(rng.random((rows, 8)), 1).astype(np.float32)  # coarse values: many ties
+        matrix = np.round(rng.random((rows, 8)), 1).astype(np.float16)  # coarse values: many ties
         vector = np.round(rng.random(8), 1).astype(np.float32)
-        scores = matrix @ vector
+        scores = matrix.astype(np.float32) @ vector.astype(np.float16).astype(np.float32)
         expected = [100 + int(row) for row in np.argsort(-scores, kind="stable")[:k]]
-        assert [hit.key for hit in exact_rows(list(range(100, 100 + rows)), matrix).nearest(vector, k)] == expected
+        keys = np.arange(100, 100 + rows, dtype=np.int64)
+        assert [hit.key for hit in static_scan.StaticRows(keys, matrix).nearest(vector, k)] == expected
 
 
-def test_the_static_rows_are_read_page_by_page_into_one_matrix_and_reread_after_a_write(tmp_path):
+def test_a_big_index_takes_the_float16_scans_candidates_and_still_gives_the_exact_answer(monkeypatch):
+    """From SCAN_MIN_ROWS rows the exact SIMD scan narrows the rows; the answer is the one every row scored gives,
+    and when the candidates cannot prove it (more ties than candidates) every row is scored."""
+    from knowledge.store import static_scan
+
+    monkeypatch.setattr(static_scan, "SCAN_MIN_ROWS", 1000)
+    rng = np.random.default_rng(3)
+    count, dims = 30_011, 64
+    rows = rng.normal(size=(count, 12)) @ rng.normal(size=(12, dims)) + 0.3 * rng.normal(size=(count, dims))
+    rows = (rows / np.linalg.norm(rows, axis=1, keepdims=True)).astype(np.float16)
+    keys = np.arange(count, dtype=np.int64) * 2 + 5
+    static = static_scan.StaticRows(keys, rows)
+    scanned = []
+    real_scan = static_scan.StaticRows.scores
+    monkeypatch.setattr(static_scan.StaticRows, "scores", lambda self, q: scanned.append(1) or real_scan(self, q))
+    for row in rng.choice(count, 40, replace=False):
+        vector = rows[row].astype(np.float32) + 0.2 * rng.normal(size=dims).astype(np.float32)
+        every = rows.astype(np.float32) @ vector.astype(np.float16).astype(np.float32)
+        wanted = [int(keys[i]) for i in np.lexsort((np.arange(count), -every))[:50]]
+        assert [hit.key for hit in static.nearest(vector, 50)] == wanted
+    assert not scanned  # the candidates proved every answer
+    twins = static_scan.StaticRows(keys, np.tile(rows[:1], (count, 1)))  # every row ties
+    assert [hit.key for hit in twins.nearest(rows[0].astype(np.float32), 5)] == [int(key) for key in keys[:5]]
+    assert scanned
+
+
+def test_the_static_blocks_keep_rows_in_key_order_through_appends_removals_and_an_older_index(tmp_path):
     import sqlite3
 
+    from knowledge.store import static_blocks
     from knowledge.store.local_static import LocalStatic
-    from knowledge.store.local_vectors import DELTA_PAGE
 
-    rows = np.random.default_rng(1).normal(size=(DELTA_PAGE * 2 + 5, 4)).astype(np.float32)
+    rng = np.random.default_rng(1)
+    rows = rng.normal(size=(static_blocks.BLOCK_ROWS * 2 + 5, 4)).astype(np.float32)
     rows /= np.linalg.norm(rows, axis=1, keepdims=True)  # unit rows: each is its own best match
     db = sqlite3.connect(tmp_path / "static.sqlite", isolation_level=None)
     db.execute("CREATE TABLE static (key INTEGER PRIMARY KEY, vector BLOB)")
-    db.executemany("INSERT INTO static VALUES (?, ?)", [(3 * n + 7, row.tobytes()) for n, row in enumerate(rows)])
+    db.execute("CREATE TABLE chunks (key INTEGER PRIMARY KEY, embedded INTEGER)")
+    for statement in static_blocks.SCHEMA:
+        db.execute(statement)
+    keys = [3 * n + 7 for n in range(len(rows))]
+    db.executemany("INSERT INTO chunks VALUES (?, 0)", [(key,) for key in keys])
+    # an index from before the blocks: float32 rows, read as they are, then moved into blocks by a write
+    db.executemany("INSERT INTO static VALUES (?, ?)", [(key, row.tobytes()) for key, row in zip(keys, rows)])
     search = LocalStatic()
-    best = search.current(db).nearest(rows[DELTA_PAGE + 1], 1)[0]
-    assert (best.key, round(best.score, 5)) == (
-        3 * (DELTA_PAGE + 1) + 7,
-        round(float(rows[DELTA_PAGE + 1] @ rows[DELTA_PAGE + 1]), 5),
-    )
-    assert search.current(db).head.shape == rows.shape
-    assert np.array_equal(search.current(db).head, rows)
-    writer = sqlite3.connect(tmp_path / "static.sqlite", isolation_level=None)  # another process's write
-    writer.execute("INSERT INTO static VALUES (1, ?)", (np.full(4, 9, np.float32).tobytes(),))
-    assert search.current(db).nearest(np.ones(4, np.float32), 1)[0].key == 1
-    assert search.current(db).head.shape == (len(rows) + 1, 4)
-
-
-def test_a_big_index_scans_rotated_heads_and_scores_the_best_rows_whole(tmp_path, monkeypatch):
-    """From HEAD_SCAN_MIN_ROWS rows: the same scores as the exact product (an orthogonal rotation keeps every inner
-    product) and, on rows with structure as embeddings have, the same best rows."""
-    import sqlite3
-
-    from knowledge.store import local_static, static_scan
-    from knowledge.store.local_vectors import DELTA_PAGE
-
-    monkeypatch.setattr(local_static, "HEAD_SCAN_MIN_ROWS", 1000)
-    monkeypatch.setattr(static_scan, "BASIS_SAMPLE_ROWS", DELTA_PAGE)  # the basis from the first page
-    monkeypatch.setattr(static_scan, "HEAD_DIMS", 16)
-    rng = np.random.default_rng(3)
-    count, dims = DELTA_PAGE * 3 + 11, 64
-    rows = rng.normal(size=(count, 12)) @ rng.normal(size=(12, dims)) + 0.3 * rng.normal(size=(count, dims))
-    rows = (rows / np.linalg.norm(rows, axis=1, keepdims=True)).astype(np.float32)
-    db = sqlite3.connect(tmp_path / "static.sqlite", isolation_level=None)
-    db.execute("CREATE TABLE static (key INTEGER PRIMARY KEY, vector BLOB)")
-    db.executemany("INSERT INTO static VALUES (?, ?)", [(2 * n + 5, row.tobytes()) for n, row in enumerate(rows)])
-    rotated = local_static.LocalStatic().current(db)
-    assert rotated.basis is not None
-    assert rotated.head.shape == (count, 16)
-    assert np.allclose(rotated.basis.T @ rotated.basis, np.eye(dims), atol=1e-5)
-    exact = static_scan.exact_rows([2 * n + 5 for n in range(count)], rows)
-    found = []
-    for row in rng.choice(count, 40, replace=False):
-        vector = rows[row] + 0.2 * rng.normal(size=dims).astype(np.float32)
-        wanted = {hit.key: hit.score for hit in exact.nearest(vector, 50)}
-        got = rotated.nearest(vector, 50)
-        assert all(abs(wanted[hit.key] - hit.score) < 1e-4 for hit in got if hit.key in wanted)
-        assert [hit.score for hit in got] == sorted((hit.score for hit in got), reverse=True)
-        found.append(len(wanted.keys() & {hit.key for hit in got}) / 50)
-    assert min(found) >= 0.9
-    assert np.mean(found) >= 0.98
+    assert np.array_equal(search.current(db).matrix, rows.astype(np.float16))
+    static_blocks.move_rows_once(db)
+    assert db.execute("SELECT count(*) FROM static").fetchone()[0] == 0
+    assert db.execute("SELECT count(*), sum(rows) FROM static_blocks").fetchone() == (3, len(rows))
+    assert search.counts(db) == (len(rows), len(rows))
+    best = search.current(db).nearest(rows[static_blocks.BLOCK_ROWS + 1], 1)[0]
+    assert best.key == keys[static_blocks.BLOCK_ROWS + 1]
+    assert abs(best.score - 1.0) < 2e-3
+    # another process appends: the short last block takes the new row, and the next search reads it
+    writer = sqlite3.connect(tmp_path / "static.sqlite", isolation_level=None)
+    writer.execute("INSERT INTO chunks VALUES (10000, 1)")
+    static_blocks.append(writer, [10000], np.full((1, 4), 0.5, np.float32))
+    assert writer.execute("SELECT count(*) FROM static_blocks").fetchone()[0] == 3
+    assert search.current(db).nearest(np.ones(4, np.float32), 1)[0].key == 10000
+    assert search.counts(db) == (len(rows) + 1, len(rows))
+    # removing a file's chunks rewrites the blocks that held them (and drops one left empty)
+    gone = keys[: static_blocks.BLOCK_ROWS] + keys[-2:]
+    db.executemany("DELETE FROM chunks WHERE key = ?", [(key,) for key in gone])
+    static_blocks.remove(db, gone)
+    search.invalidate()  # our own write (data_version moves for other connections' commits)
+    current = search.current(db)
+    assert list(current.keys) == keys[static_blocks.BLOCK_ROWS : -2] + [10000]
+    assert np.array_equal(current.matrix[:-1], rows[static_blocks.BLOCK_ROWS : -2].astype(np.float16))
+    assert search.counts(db) == (len(current.keys), len(current.keys) - 1)
+    db.execute("INSERT INTO chunks VALUES (20000, 0)")  # a chunk without a static row: counted exactly
+    assert search.counts(db) == (len(current.keys), len(current.keys) - 1)
 
 
 def test_fill_paths_and_fill_exclude_scope_the_fill_and_nothing_says_the_rest_waits(git_repo):

@@ -310,6 +310,10 @@ def chunk_from_dict(data: dict[str, Any]) -> Chunk:
     return Chunk(**{**data, **{name: tuple(data.get(name, ())) for name in _TUPLE_FIELDS}, "embed_text": ""})
 
 
+def chunk_from_json(text: str) -> Chunk:
+    return chunk_from_dict(json.loads(text))
+
+
 def index_dir(root: Path) -> Path:
     return root / INDEX_DIR
 
@@ -336,6 +340,7 @@ __all__ = [
     "ScoredKey",
     "StoreSummary",
     "chunk_from_dict",
+    "chunk_from_json",
     "chunk_to_json",
     "embed_lock_path",
     "index_dir",

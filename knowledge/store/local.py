@@ -1,9 +1,9 @@
 """LocalStore: the default engine, one kind's index under `.knowledge/`.
 
 - `<kind>.meta.json`: the manifest (model, dims, fingerprint, thresholds), for people and other tools.
-- `<kind>.sqlite`: chunks, per-file facts, problems, the FTS5 lexical index, vectors not yet folded into the HNSW
-  snapshot ("delta"), keys removed from it ("tombstones"), the commit and the authoritative manifest. Every write is
-  one SQLite transaction, so a one-file commit writes work proportional to that file.
+- `<kind>.sqlite`: chunks, per-file facts, problems, the FTS5 lexical index, the static rows, vectors not yet in the
+  HNSW snapshot ("delta"), keys removed from it ("tombstones"), the commit and the manifest. Every write is one
+  SQLite transaction, so a one-file commit writes work proportional to that file.
 - `<kind>.usearch`: the HNSW snapshot (see vectors.py), rebuilt only when the delta grows past a share of it.
 
 The files and schema are in `local_files`, the dense side (snapshot, delta, tombstones) in `local_vectors`, the
@@ -35,23 +35,26 @@ from . import (
     Pending,
     ScoredKey,
     StoreSummary,
-    chunk_from_dict,
+    chunk_from_json,
     chunk_to_json,
     index_dir,
     recent_first,
+    static_blocks,
 )
 from .local_files import (
     CALLS_KEPT,
     SCHEMA,
     Transaction,
     add_later_tables,
+    add_lexical,
     callers_of,
     connect,
-    fill_calls_once,
     forget_path,
+    packed_text,
     pending_rows,
     read_meta,
     store_paths,
+    upgrade_tables,
     write_meta_json,
 )
 from .local_lexical import LocalLexical
@@ -62,10 +65,6 @@ from .vectors import remove_stale_temp_files
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
-
-
-def _chunk_from_json(text: str) -> Chunk:
-    return chunk_from_dict(json.loads(text))
 
 
 class LocalStore:
@@ -199,13 +198,13 @@ class LocalStore:
                 rows = self._db.execute(
                     f"SELECT key, data FROM chunks WHERE key IN ({','.join('?' * len(part))})", part
                 ).fetchall()
-                out.update((key, _chunk_from_json(data)) for key, data in rows)
+                out.update((key, chunk_from_json(data)) for key, data in rows)
         return out
 
     def all_chunks(self) -> dict[int, Chunk]:
         with self._lock:
             rows = self._db.execute("SELECT key, data FROM chunks ORDER BY key").fetchall()
-        return {key: _chunk_from_json(data) for key, data in rows}
+        return {key: chunk_from_json(data) for key, data in rows}
 
     def version(self) -> str:
         """Changes whenever chunks are added or removed (not when vectors arrive)."""
@@ -215,12 +214,12 @@ class LocalStore:
     def chunk_by_id(self, chunk_id: str) -> Chunk | None:
         with self._lock:
             row = self._db.execute("SELECT data FROM chunks WHERE chunk_id = ?", (chunk_id,)).fetchone()
-        return _chunk_from_json(row[0]) if row else None
+        return chunk_from_json(row[0]) if row else None
 
     def chunks_of_path(self, path: str) -> list[Chunk]:
         with self._lock:
             rows = self._db.execute("SELECT data FROM chunks WHERE path = ? ORDER BY key", (path,)).fetchall()
-        return [_chunk_from_json(data) for (data,) in rows]
+        return [chunk_from_json(data) for (data,) in rows]
 
     def keeps_calls(self) -> bool:
         """Whether `callers` answers for every chunk (an index from before the calls table: after its next write)."""
@@ -307,13 +306,15 @@ class LocalStore:
         import numpy as np
 
         with self._lock, Transaction(self._db) as db:
-            fill_calls_once(db)  # an index from before the calls table
+            upgrade_tables(db)  # an index from before the calls table or the static blocks
             next_key = int(self._meta("next_key") or 0)
             removed = [forget_path(db, path) for path in change.remove_paths]  # every path, not the first only
             removed_delta = any(removed)
             from ..lexical import chunk_text, terms  # a leaf; imported here to keep the store's import cheap
 
             calls: list[tuple[int, str]] = []
+            static: dict[int, npt.NDArray[np.float32]] = {}
+            bodies: list[tuple[int, str]] = []
             for item in change.chunks:
                 chunk, key = item.chunk, next_key
                 next_key += 1
@@ -327,25 +328,24 @@ class LocalStore:
                         chunk.path,
                         chunk.content_hash,
                         chunk_to_json(chunk),
-                        None if embedded else chunk.embed_text,
+                        None if embedded else packed_text(chunk.embed_text),
                         len(chunk.embed_text),
                         int(embedded),
                     ),
                 )
                 calls += [(key, name) for name in dict.fromkeys(chunk.calls)]
-                body = item.lexical if item.lexical is not None else " ".join(terms(chunk_text(chunk)))
-                db.execute("INSERT INTO fts (rowid, body) VALUES (?, ?)", (key, body))
+                bodies.append((key, item.lexical if item.lexical is not None else " ".join(terms(chunk_text(chunk)))))
                 if embedded:
                     db.execute(
                         "INSERT INTO delta (key, vector) VALUES (?, ?)",
                         (key, np.asarray(item.vector, dtype=np.float32).tobytes()),
                     )
                 if item.static is not None:
-                    db.execute(
-                        "INSERT INTO static (key, vector) VALUES (?, ?)",
-                        (key, np.asarray(item.static, dtype=np.float32).tobytes()),
-                    )
+                    static[key] = np.asarray(item.static, dtype=np.float32)
             db.executemany("INSERT INTO calls (key, name) VALUES (?, ?)", calls)
+            add_lexical(db, bodies)
+            if static:
+                static_blocks.append(db, list(static), np.stack(list(static.values())))
             db.executemany(
                 "INSERT OR REPLACE INTO files (path, hash, mtime_ns, size) VALUES (?, ?, ?, ?)",
                 [(f.path, f.content_hash, f.mtime_ns, f.size) for f in change.files],

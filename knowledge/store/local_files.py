@@ -6,19 +6,21 @@ from __future__ import annotations
 import contextlib
 import json
 import sqlite3
+import zlib
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict
 from pathlib import Path
 
 from ..fs import atomic_write
 from ..quiet import is_quiet
-from . import FORMAT_VERSION, Manifest, StoreSummary, index_dir
+from . import FORMAT_VERSION, Manifest, StoreSummary, index_dir, static_blocks
 from .vectors import SnapshotIdentity, remove_stale_temp_files, snapshot_file_problem
 
 FTS_TOKENIZER = "porter unicode61 tokenchars '_'"
 # The name a code chunk defines, as the ranking rules compare names: lower case, no underscores.
 SYMBOL_KEY = "lower(replace(json_extract(data, '$.symbol'), '_', ''))"
-SCHEMA = """
+SCHEMA = (
+    """
 CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS chunks (
     key INTEGER PRIMARY KEY, chunk_id TEXT NOT NULL, path TEXT NOT NULL, content_hash TEXT NOT NULL, data TEXT NOT NULL,
@@ -34,10 +36,13 @@ CREATE INDEX IF NOT EXISTS problems_by_path ON problems(path);
 CREATE TABLE IF NOT EXISTS delta (seq INTEGER PRIMARY KEY AUTOINCREMENT, key INTEGER UNIQUE NOT NULL, vector BLOB);
 CREATE TABLE IF NOT EXISTS tombstones (key INTEGER PRIMARY KEY);
 CREATE TABLE IF NOT EXISTS static (key INTEGER PRIMARY KEY, vector BLOB NOT NULL);
-CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(body, tokenize="{tokenizer}");
+CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(body, content='', tokenize="{tokenizer}");
+CREATE TABLE IF NOT EXISTS lexical (key INTEGER PRIMARY KEY, body BLOB NOT NULL);
 CREATE TABLE IF NOT EXISTS calls (key INTEGER NOT NULL, name TEXT NOT NULL, PRIMARY KEY (key, name)) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS calls_by_name ON calls(name);
 """.replace("{symbol}", SYMBOL_KEY).replace("{tokenizer}", FTS_TOKENIZER)
+    + ";\n".join(static_blocks.SCHEMA)
+)
 
 
 # The order chunks get their transformer vectors: what is most likely asked first. Code before its tests; public
@@ -119,15 +124,30 @@ def add_later_tables(db: sqlite3.Connection) -> None:
         "WITHOUT ROWID"
     )
     db.execute("CREATE INDEX IF NOT EXISTS calls_by_name ON calls(name)")
+    for statement in static_blocks.SCHEMA:
+        db.execute(statement)
 
 
-def fill_calls_once(db: sqlite3.Connection) -> None:
-    """An index from before the calls table gets it filled from its chunks, once, in a write (the caller's
-    transaction)."""
+def upgrade_tables(db: sqlite3.Connection) -> None:
+    """An index from before the calls table gets it filled from its chunks, and one from before the static blocks
+    gets its rows moved into them, once, in a write (the caller's transaction)."""
+    static_blocks.move_rows_once(db)
     if read_meta(db, CALLS_KEPT) != "1":
         db.execute("DELETE FROM calls")
         db.execute(FILL_CALLS)
         db.execute("INSERT OR REPLACE INTO meta VALUES (?, '1')", (CALLS_KEPT,))
+
+
+def packed_text(text: str) -> bytes:
+    """A chunk's embedding input as it waits for its vector: zlib-compressed (a third of its size, read once by the
+    fill); an index from before it holds the plain text, which `unpacked_text` passes through."""
+    return zlib.compress(text.encode("utf-8"), 1)
+
+
+def unpacked_text(stored: str | bytes | None) -> str:
+    if isinstance(stored, bytes):
+        return zlib.decompress(stored).decode("utf-8")
+    return stored or ""
 
 
 def pending_rows(
@@ -147,7 +167,46 @@ def pending_rows(
         f"{select} AND path NOT IN (SELECT value FROM json_each(?)) ORDER BY {FILL_ORDER} LIMIT ?",
         (skipped, paths, max(0, limit - len(recent))),
     ).fetchall()
-    return recent, rest
+    return _unpacked(recent), _unpacked(rest)
+
+
+def _unpacked(rows: list[tuple[int, str, str | bytes | None, str]]) -> list[tuple[int, str, str, str]]:
+    return [(key, digest, unpacked_text(text), path) for key, digest, text, path in rows]
+
+
+# The lexical index keeps no copy of what it indexed (FTS5 contentless): each chunk's terms are kept once, compressed,
+# in `lexical`, which FTS5's own delete is given back (an index from before it has FTS5 keep them, uncompressed).
+def contentless(db: sqlite3.Connection) -> bool:
+    row = db.execute("SELECT sql FROM sqlite_master WHERE name = 'fts'").fetchone()
+    return row is not None and "content=''" in row[0]
+
+
+def add_lexical(db: sqlite3.Connection, rows: Sequence[tuple[int, str]]) -> None:
+    db.executemany("INSERT INTO fts (rowid, body) VALUES (?, ?)", rows)
+    if contentless(db):
+        db.executemany("INSERT INTO lexical (key, body) VALUES (?, ?)", [(k, packed_text(body)) for k, body in rows])
+
+
+def lexical_bodies(
+    db: sqlite3.Connection, keys: Sequence[int] | None = None, after: int = -1
+) -> Iterator[tuple[int, str]]:
+    """(key, indexed terms) of `keys`, or of every chunk above `after` in key order."""
+    table, key = ("lexical", "key") if contentless(db) else ("fts", "rowid")
+    if keys is None:
+        cursor = db.execute(f"SELECT {key}, body FROM {table} WHERE {key} > ? ORDER BY {key}", (after,))
+    else:
+        cursor = db.execute(f"SELECT {key}, body FROM {table} WHERE {key} IN ({','.join('?' * len(keys))})", list(keys))
+    return ((int(found), unpacked_text(body)) for found, body in cursor)
+
+
+def _forget_lexical(db: sqlite3.Connection, keys: Sequence[int]) -> None:
+    if not contentless(db):
+        db.executemany("DELETE FROM fts WHERE rowid = ?", [(key,) for key in keys])
+        return
+    for start in range(0, len(keys), 500):
+        gone = list(lexical_bodies(db, keys[start : start + 500]))
+        db.executemany("INSERT INTO fts (fts, rowid, body) VALUES ('delete', ?, ?)", gone)
+    db.executemany("DELETE FROM lexical WHERE key = ?", [(key,) for key in keys])
 
 
 def forget_path(db: sqlite3.Connection, path: str) -> bool:
@@ -160,8 +219,10 @@ def forget_path(db: sqlite3.Connection, path: str) -> bool:
         db.executemany("INSERT OR IGNORE INTO tombstones (key) VALUES (?)", [(k,) for k, s in rows if s])
         deleted = db.executemany("DELETE FROM delta WHERE key = ?", keys).rowcount
         removed_vector = deleted > 0 or any(s for _, s in rows)
-        for table, column in (("fts", "rowid"), ("static", "key"), ("calls", "key"), ("chunks", "key")):
+        for table, column in (("static", "key"), ("calls", "key"), ("chunks", "key")):
             db.executemany(f"DELETE FROM {table} WHERE {column} = ?", keys)
+        _forget_lexical(db, [key for key, _ in rows])
+        static_blocks.remove(db, [key for key, _ in rows])
     db.execute("DELETE FROM files WHERE path = ?", (path,))
     db.execute("DELETE FROM problems WHERE path = ?", (path,))
     return removed_vector

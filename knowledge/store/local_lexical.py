@@ -11,13 +11,16 @@ from typing import TYPE_CHECKING
 
 from ..errors import IndexCorruptError
 from . import ScoredKey
-from .local_files import FTS_TOKENIZER, SYMBOL_KEY, read_meta
+from .local_files import FTS_TOKENIZER, SYMBOL_KEY, lexical_bodies, read_meta
 
 if TYPE_CHECKING:
     from .memory_lexicon import MemoryLexicon
 
 # A warm process keeps the lexical index in memory from this many chunks on (FTS5 takes ~5 ms below it, 30+ at 100k).
 MEMORY_LEXICON_MIN_CHUNKS = 20_000
+# ... built from this long after the first question: its answer (~0.5 s cold at 200k chunks) goes out first; on two
+# cores a build beside it made a daemon's first answer take 4 s
+BUILD_AFTER_FIRST_QUESTION_S = 2.0
 
 
 class LocalLexical:
@@ -25,10 +28,11 @@ class LocalLexical:
         self.db_path = db_path
         self._lock = lock
         self._lexicon: MemoryLexicon | None = None
+        self._build_after_answer = False
 
     def keep_warm(self, db: sqlite3.Connection, wait: bool = False) -> None:
-        """Keep an in-memory copy once the index is big enough for FTS5 to be slow (built in the background unless
-        `wait`; FTS5 answers until it is ready)."""
+        """Keep an in-memory copy once the index is big enough for FTS5 to be slow (built in the background after the
+        first question unless `wait`; FTS5 answers until it is ready)."""
         if self._lexicon is None:
             with self._lock:
                 rows = db.execute("SELECT count(*) FROM chunks").fetchone()[0]
@@ -40,7 +44,7 @@ class LocalLexical:
         if wait:
             self._lexicon.update()
         else:
-            self._lexicon.update_in_background()
+            self._build_after_answer = True
 
     def search(self, db: sqlite3.Connection, terms: Sequence[str], k: int) -> list[ScoredKey]:
         unique = list(dict.fromkeys(terms))
@@ -64,6 +68,11 @@ class LocalLexical:
             raise IndexCorruptError(
                 f"{self.db_path}: the lexical index cannot be read ({exc}); run `knowledge reindex-all`"
             ) from exc
+        if self._build_after_answer and self._lexicon is not None:
+            self._build_after_answer = False
+            later = threading.Timer(BUILD_AFTER_FIRST_QUESTION_S, self._lexicon.update_in_background)
+            later.daemon = True
+            later.start()
         return [ScoredKey(int(key), -float(score)) for key, score in rows]
 
     def defining(self, db: sqlite3.Connection, names: Sequence[str], limit: int) -> list[int]:
@@ -81,7 +90,4 @@ class LocalLexical:
         if not unique:
             return {}
         with self._lock:
-            rows = db.execute(
-                f"SELECT rowid, body FROM fts WHERE rowid IN ({','.join('?' * len(unique))})", unique
-            ).fetchall()
-        return dict(rows)
+            return dict(lexical_bodies(db, unique))

@@ -20,6 +20,7 @@ import numpy as np
 import numpy.typing as npt
 
 from . import policy
+from .local_files import lexical_bodies
 
 K1, B = policy.BM25_K1, policy.BM25_B
 REBUILD_SHARE = 0.2  # rows added or removed since the build, past which it is rebuilt rather than patched
@@ -249,9 +250,7 @@ class _State:
 
 
 def _bodies(db: sqlite3.Connection, after: int | None) -> Iterable[tuple[int, str]]:
-    if after is None:
-        return db.execute("SELECT rowid, body FROM fts ORDER BY rowid")
-    return db.execute("SELECT rowid, body FROM fts WHERE rowid > ? ORDER BY rowid", (after,))
+    return lexical_bodies(db, after=-1 if after is None else after)
 
 
 def _give_back_freed_memory() -> None:
