@@ -1,7 +1,10 @@
 """Issue -> files: where to change, over ../shared/bench-data/swe-dev (86 SWE-bench Lite issues of sympy, requests and
-flask), the product's own path, main and this tree side by side in one run, beside a plain file-level BM25.
+flask) or, with `--set mswe-dev`, its 195 Multi-SWE-bench issues (12 repositories in C, C++, Go, Java, JavaScript,
+TypeScript and Rust), the product's own path, main and this tree side by side in one run, beside a plain file-level
+BM25 (over the files of the instance's language).
 
     python bench/locate.py --base main --out bench/results/locate.json        # both sides, first stage
+    python bench/locate.py --set mswe-dev --base main --index-per-side        # a change to what an index holds
     python bench/locate.py --sides tree --limit 20                            # a quick look at this tree alone
 
 Each repository is cloned once per side from its mirror (`fetch` brings sympy/sympy, psf/requests, pallets/flask to
@@ -40,7 +43,13 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 PROJECT = HERE.parent
-DATA = PROJECT.parent / "shared" / "bench-data" / "swe-dev" / "instances.jsonl"
+SETS = PROJECT.parent / "shared" / "bench-data"  # swe-dev (Python) and mswe-dev (Multi-SWE-bench: 7 languages)
+# the files the plain baseline reads, by an instance's language (swe-dev's instances name none: Python)
+SUFFIXES = {
+    "python": (".py",), "javascript": (".js", ".mjs", ".cjs", ".jsx", ".ts", ".tsx"),
+    "typescript": (".ts", ".tsx", ".js", ".jsx"), "cpp": (".cpp", ".cc", ".cxx", ".h", ".hpp", ".hh", ".c", ".ipp"),
+    "c": (".c", ".h"), "java": (".java",), "rust": (".rs",), "go": (".go",),
+}  # fmt: skip
 MIRRORS = Path("/work/.mirror")
 KS = (1, 5, 10)
 
@@ -69,9 +78,10 @@ def bm25_tokens(text: str) -> list[str]:
     return out
 
 
-def bm25_files(repo: str, commit: str, issue: str, k: int = 10) -> list[str]:
+def bm25_files(repo: str, commit: str, issue: str, language: str = "python", k: int = 10) -> list[str]:
     gitdir = mirror_of(repo)
-    paths = [p for p in git("ls-tree", "-r", "--name-only", commit, git_dir=gitdir).splitlines() if p.endswith(".py")]
+    listed = git("ls-tree", "-r", "--name-only", commit, git_dir=gitdir).splitlines()
+    paths = [p for p in listed if p.endswith(SUFFIXES[language])]
     blobs = subprocess.run(
         ["git", "--git-dir", str(gitdir), "cat-file", "--batch"],
         input="".join(f"{commit}:{p}\n" for p in paths).encode(),
@@ -259,14 +269,16 @@ def walk(
     stage: str,
     kept: dict[str, dict[str, dict]] | None = None,
     record: Callable[[str, dict[str, dict]], None] | None = None,
+    per_side: bool = False,
 ) -> dict:
     """Each instance: checked out, indexed once by the indexing side (the tree's code when it runs: this work changes
     no chunk and no index file the base reads), then asked by every side in turn. Each instance's rows go to `record`
     as they come (a complete run takes hours: `--resume` takes them back as `kept` and asks only the instances
     missing)."""
-    clone = prepare_clone(repo, work / repo.replace("/", "+"))
     workers = {side: Worker(code, home, stage) for side, code in sides.items()}
-    indexer = workers["tree"] if "tree" in workers else next(iter(workers.values()))
+    indexer = "tree" if "tree" in workers else next(iter(workers))
+    folder = repo.replace("/", "+")
+    clones = {side: prepare_clone(repo, work / (f"{side}-{folder}" if per_side else folder)) for side in sides}
     out: dict[str, dict] = {side: {} for side in sides}
     kept = kept or {}
     try:
@@ -276,15 +288,19 @@ def walk(
                 for side in sides:
                     out[side][iid] = kept[side][iid]
                 continue
-            git("checkout", "-q", "-f", "-B", "bench", instance["base_commit"], cwd=clone)
-            git("clean", "-q", "-fdx", "-e", ".knowledge", cwd=clone)
-            indexed = indexer.order(op="index", root=str(clone))["indexed_s"]
+            indexed: dict[str, float] = {}
+            for side, clone in clones.items():
+                if per_side or not indexed:
+                    git("checkout", "-q", "-f", "-B", "bench", instance["base_commit"], cwd=clone)
+                    git("clean", "-q", "-fdx", "-e", ".knowledge", cwd=clone)
+                    by = side if per_side else indexer
+                    indexed[side] = workers[by].order(op="index", root=str(clone))["indexed_s"]
             for side, worker in workers.items():
-                row = worker.order(op="ask", root=str(clone), text=instance["problem_statement"], dump=dump)
-                out[side][iid] = {"indexed_s": indexed, **row}
+                row = worker.order(op="ask", root=str(clones[side]), text=instance["problem_statement"], dump=dump)
+                out[side][iid] = {"indexed_s": indexed.get(side, next(iter(indexed.values()))), **row}
             if record is not None:
                 record(iid, {side: out[side][iid] for side in sides})
-            print(f"  {iid}: indexed {indexed:.1f}s", file=sys.stderr, flush=True)
+            print(f"  {iid}: indexed {max(indexed.values()):.1f}s", file=sys.stderr, flush=True)
     finally:
         for worker in workers.values():
             worker.close()
@@ -361,6 +377,12 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=None, help="the first N instances of each repository")
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--stage", choices=["first", "complete"], default="first")
+    parser.add_argument("--set", choices=["swe-dev", "mswe-dev"], default="swe-dev")
+    parser.add_argument(
+        "--index-per-side",
+        action="store_true",
+        help="each side indexes its own clone (when this work changes what an index holds, the base cannot read it)",
+    )
     parser.add_argument("--dump", action="store_true", help="also write every signal's votes to WORK/votes.json")
     parser.add_argument(
         "--resume",
@@ -369,7 +391,8 @@ def main() -> None:
     )
     args = parser.parse_args()
 
-    instances = [json.loads(line) for line in DATA.read_text().splitlines() if line.strip()]
+    data = SETS / args.set / "instances.jsonl"
+    instances = [json.loads(line) for line in data.read_text().splitlines() if line.strip()]
     instances.sort(key=lambda i: i["created_at"])
     if args.repos:
         instances = [i for i in instances if i["repo"] in args.repos]
@@ -401,12 +424,17 @@ def main() -> None:
     indexing: dict[str, list[float]] = {}
     dumped: dict[str, dict] = {}
     entities: dict[str, dict[str, list]] = {}
-    cached = args.work / "bm25.json"  # the baseline depends on the data alone: computed once per work folder
+    cached = args.work / f"bm25-{args.set}.json"  # the baseline depends on the data alone: once per work folder
     known = json.loads(cached.read_text()) if cached.exists() else {}
     for number, instance in enumerate(instances, 1):
         iid = instance["instance_id"]
         if iid not in known:
-            known[iid] = bm25_files(instance["repo"], instance["base_commit"], instance["problem_statement"])
+            known[iid] = bm25_files(
+                instance["repo"],
+                instance["base_commit"],
+                instance["problem_statement"],
+                instance.get("language", "python"),
+            )
             print(f"bm25 {number}/{len(instances)}", file=sys.stderr, flush=True)
         runs["bm25"][iid] = known[iid]
     cached.write_text(json.dumps(known))
@@ -414,7 +442,7 @@ def main() -> None:
     for instance in instances:
         by_repo.setdefault(instance["repo"], []).append(instance)
     base_commit = git("rev-parse", args.base, cwd=PROJECT).strip()
-    rows_file = args.work / f"rows-{args.stage}.jsonl"
+    rows_file = args.work / f"rows-{args.set}-{args.stage}.jsonl"
     kept: dict[str, dict[str, dict]] = {}
     if args.resume and rows_file.exists():  # rows of the same base only (the tree's side is this checkout's code)
         for line in rows_file.read_text(encoding="utf-8").splitlines():
@@ -430,7 +458,7 @@ def main() -> None:
     for repo, group in by_repo.items():
         print(f"{repo} ({len(group)} issues)", file=sys.stderr, flush=True)
         clones = args.work / f"clones-{args.stage}"
-        by_side = walk(repo, group, sides, clones, home, args.dump, args.stage, kept, record)
+        by_side = walk(repo, group, sides, clones, home, args.dump, args.stage, kept, record, args.index_per_side)
         for side, out in by_side.items():
             dumped.update({iid: row for iid, row in out.items() if "votes" in row})
             for iid, row in out.items():

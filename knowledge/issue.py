@@ -5,6 +5,7 @@ What `locate` turns into evidence (locate.py); pure text work, no index."""
 
 from __future__ import annotations
 
+import bisect
 import re
 from dataclasses import dataclass
 
@@ -12,13 +13,31 @@ _FENCE = re.compile(r"^\s*(```|~~~)")
 _PROMPT = re.compile(r"^\s*(>>>|\.\.\.|In \[\d+\]:|\$ )\s?")
 _OUTPUT = re.compile(r"^\s*Out\[\d+\]:")
 _INLINE = re.compile(r"`([^`\n]{1,200})`")
+# What a written path may end with: every suffix the chunker reads (tests/test_locate.py holds it to
+# chunking.languages), Python's stubs and extensions, and the docs and configuration an issue names
+SOURCE_SUFFIXES = frozenset(
+    {"py", "pyx", "pyi", "js", "jsx", "mjs", "cjs", "ts", "tsx", "go", "rs", "java", "kt", "kts", "scala", "sc", "rb",
+     "php", "c", "cc", "cpp", "cxx", "h", "hh", "hpp", "hxx", "cs", "swift", "ex", "exs", "hs", "lua", "sh", "bash",
+     "zig", "md", "rst", "toml", "cfg", "ini", "yaml", "yml", "json"}
+)  # fmt: skip
+_SUFFIX = "|".join(sorted(SOURCE_SUFFIXES, key=len, reverse=True))
 # Python's frames (`File "…/pkg/mod.py", line 12, in f`) and pytest's short ones (`pkg/mod.py:12: in f`)
 _FRAME = re.compile(r"""File "([^"\n]+)", line (\d+)(?:, in ([\w<>.]+))?""")
 _SHORT_FRAME = re.compile(r"^[ \t]*([\w./\\-]+\.\w{1,5}):(\d+):(?: in ([\w<>.]+))?", re.MULTILINE)
-_PATH = re.compile(
-    r"(?<![\w/.-])((?:[\w.-]+/)*[\w-]+\.(?:py|pyx|pyi|js|jsx|ts|tsx|go|rs|java|kt|rb|php|c|cc|cpp|h|hpp|"
-    r"cs|swift|scala|ex|lua|sh|md|rst|toml|cfg|ini|yaml|yml|json))(?![\w/])"
+# A JVM frame: `at org.pkg.Cls$Inner.method(Cls.java:12)`, its file found under its package's folders
+_JVM_FRAME = re.compile(r"\bat ((?:[\w$]+\.){1,30})([\w$<>]+)\(([\w$]+\.(?:java|kt|scala|groovy)):(\d+)\)")
+# Any other tool's `path.ext:line` (IPython's `File ~/pkg/mod.py:41, in Cls.f(self)`, a warning's
+# `…/pkg/text.py:206: UserWarning`, `INTERNALERROR> pkg/mod.py:12: in f`, Rust's `panicked at src/x.rs:12:5`, Go's
+# `/src/pkg/file.go:12 +0x1d`, JavaScript's `at fn (file.js:12:5)`, a sanitizer's `#3 0x4f in fn file.c:12`, gdb's
+# `#0 fn (a=1) at file.c:12`, a compiler's `src/a.c:12:5: error`); what names the function sits before or after it
+_LOCATION = re.compile(rf"(?<![\w/.~@+-])((?:[A-Za-z]:)?[\w~./\\@+-]{{0,300}}\.(?:{_SUFFIX})):(\d+)(?![\w.])")
+_FUNCTION_AFTER = re.compile(r"(?::\d+)?(?:,|:) in ([\w<>.]+)")
+_FUNCTION_BEFORE = re.compile(
+    r"(?:\bat ([\w$<>.]+) \(|\bin ([\w:<>~.$]+)(?:\([^)\n]{0,400}\))? "
+    r"|#\d+ +(?:0x[0-9a-f]+ in )?([\w:<>~.$]+) \([^\n]{0,400}\) at )$"
 )
+_PYTHON_STYLE = re.compile(r"(?:^|\s)File $|^[ \t]*(?:[A-Z]+> *)?$")  # innermost last, as Python prints
+_PATH = re.compile(rf"(?<![\w/.-])((?:[\w.-]+/)*[\w-]+\.(?:{_SUFFIX}))(?![\w/])")
 _DOTTED = re.compile(r"(?<![\w.])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)(?![\w(])")
 _CALLED = re.compile(r"(?<![\w])([A-Za-z_]\w{0,99}(?:\.[A-Za-z_]\w{0,99}){0,15})\s*\(")
 _PROSE_CALL = re.compile(r"(?<![\w.])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)\(\)?")  # `decompose()` said in a sentence
@@ -113,22 +132,55 @@ def _split_code(text: str) -> tuple[list[str], list[str]]:
 
 
 def _frames(text: str) -> tuple[Frame, ...]:
-    found = [(m.start(), m.group(1), int(m.group(2)), m.group(3) or "") for m in _FRAME.finditer(text)]
-    found += [(m.start(), m.group(1), int(m.group(2)), m.group(3) or "") for m in _SHORT_FRAME.finditer(text)]
+    """Every frame of every trace, each with its distance from its trace's error: Python prints the frame nearest the
+    error last, the JVM, Go, Rust, JavaScript, sanitizers and gdb print it first."""
+    found = [(m.start(), m.group(1), int(m.group(2)), m.group(3) or "", False) for m in _FRAME.finditer(text)]
+    found += [(m.start(), m.group(1), int(m.group(2)), m.group(3) or "", False) for m in _SHORT_FRAME.finditer(text)]
+    taken = [start for start, *_ in found]
+    for m in _JVM_FRAME.finditer(text):
+        folders = m.group(1).rstrip(".").split(".")[:-1]  # the package: the qualified name less its class
+        found.append((m.start(), "/".join([*folders, m.group(3)]), int(m.group(4)), m.group(2), True))
+        taken.append(m.start(3))
+    taken.sort()
+    found += [_located(text, m) for m in _LOCATION.finditer(text) if not _covered(m, taken)]
     found.sort()
-    # a traceback's last frame is nearest the error; with several tracebacks, each one's frames count from its end
+    # with several traces, each one's frames count from its own error
     blocks: list[list[tuple[str, int, str]]] = []
+    firsts: list[bool] = []
     previous_end = -1
-    for start, path, line, function in found:
-        if not blocks or start - previous_end > 600:
+    for start, path, line, function, innermost_first in found:
+        if not blocks or start - previous_end > 600 or innermost_first != firsts[-1]:
             blocks.append([])
+            firsts.append(innermost_first)
         blocks[-1].append((path.replace("\\", "/"), line, function))
         previous_end = start
     frames = []
-    for block in blocks:
-        for position, (path, line, function) in enumerate(reversed(block)):
+    for block, innermost_first in zip(blocks, firsts, strict=True):
+        for position, (path, line, function) in enumerate(block if innermost_first else reversed(block)):
             frames.append(Frame(path, line, function, position))
     return tuple(frames)
+
+
+def _covered(match: re.Match[str], taken: list[int]) -> bool:
+    """A location a Python or JVM frame already read (theirs start on its line, at `File "`, `at ` or the path)."""
+    line_start = match.string.rfind("\n", 0, match.start()) + 1
+    first = bisect.bisect_left(taken, line_start)
+    return first < len(taken) and taken[first] <= match.start()
+
+
+def _located(text: str, match: re.Match[str]) -> tuple[int, str, int, str, bool]:
+    # what names the function is within a few hundred characters of the location (a pasted log may be one long line)
+    line_start = text.rfind("\n", max(0, match.start() - 600), match.start()) + 1 or max(0, match.start() - 600)
+    line_end = text.find("\n", match.end(), match.end() + 200)
+    before, after = (
+        text[line_start : match.start()],
+        text[match.end() : line_end if line_end >= 0 else match.end() + 200],
+    )
+    named = _FUNCTION_AFTER.match(after)
+    prior = _FUNCTION_BEFORE.search(before)
+    function = named.group(1) if named else next((g for g in prior.groups() if g), "") if prior else ""
+    python_style = _PYTHON_STYLE.search(before) is not None and (named is not None or before.strip().endswith("File"))
+    return match.start(), match.group(1), int(match.group(2)), function, not python_style
 
 
 def _prose_calls(prose: list[str]) -> str:

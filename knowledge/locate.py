@@ -164,7 +164,8 @@ def _frame_entity(index: KindIndex, path: str, frame: Frame) -> str | None:
     """The id of the chunk a frame ran in: its function by name (an installed copy's lines may differ), else the
     innermost chunk holding its line."""
     chunks = index.searched.chunks_of_path(path)
-    named = [c for c in chunks if frame.function and c.symbol == frame.function]
+    function = re.split(r"::|\.", frame.function)[-1]  # `Cls.method`, `fmt::detail::write`: the name defined
+    named = [c for c in chunks if function and c.symbol == function]
     holding = [c for c in chunks if c.line_start <= frame.line <= c.line_end]
     chosen = named or sorted(holding, key=lambda c: c.line_end - c.line_start)
     return chosen[0].id if chosen else None

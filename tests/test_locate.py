@@ -294,3 +294,96 @@ def test_a_source_file_named_like_a_changelog_is_code_and_a_config_file_is_not_a
     assert paths[0] == "visits/history.py"  # source code, though its name is a changelog's
     toml = next(f for f in data["files"] if f["path"] == "visits.toml")
     assert [e for e in toml["evidence"] if e["signal"] == "path"] == []  # `visits` names no module there
+
+
+TRACES = {  # as each tool prints them: (text, [(path, line, function) nearest the error first])
+    "ipython": (
+        "---> 41 x\nFile ~/code/shop/shop/parser.py:7, in PriceParser.parse(self, text)\n"
+        "File ~/code/shop/shop/money.py:2, in format_amount(value)\nValueError: bad",
+        [("~/code/shop/shop/money.py", 2, "format_amount"), ("~/code/shop/shop/parser.py", 7, "PriceParser.parse")],
+    ),
+    "warning": (
+        "…/site-packages/shop/money.py:2: UserWarning: rounding\n  warnings.warn(x)",
+        [("/site-packages/shop/money.py", 2, "")],
+    ),
+    "pytest internal": (
+        "INTERNALERROR> src/_pytest/main.py:12: in wrap\nINTERNALERROR> src/_pytest/runner.py:40: in run",
+        [("src/_pytest/runner.py", 40, "run"), ("src/_pytest/main.py", 12, "wrap")],
+    ),
+    "jvm": (
+        "java.lang.IllegalStateException: bad\n"
+        "\tat com.fasterxml.jackson.core.json.ReaderBasedJsonParser.nextToken(ReaderBasedJsonParser.java:712)\n"
+        "\tat com.example.App.main(App.java:10)",
+        [
+            ("com/fasterxml/jackson/core/json/ReaderBasedJsonParser.java", 712, "nextToken"),
+            ("com/example/App.java", 10, "main"),
+        ],
+    ),
+    "go": (
+        "panic: index out of range\n\ngoroutine 1 [running]:\nmain.(*Server).handle(...)\n"
+        "\t/home/u/src/core/server.go:120 +0x1d\nmain.main()\n\t/home/u/src/main.go:12 +0x25",
+        [("/home/u/src/core/server.go", 120, ""), ("/home/u/src/main.go", 12, "")],
+    ),
+    "rust": ("thread 'main' panicked at src/walk.rs:312:9:\nindex out of bounds", [("src/walk.rs", 312, "")]),
+    "javascript": (
+        "TypeError: x is undefined\n    at format (/app/node_modules/dayjs/esm/plugin/utc/index.js:40:12)\n"
+        "    at Object.<anonymous> (/app/test.js:5:3)",
+        [("/app/node_modules/dayjs/esm/plugin/utc/index.js", 40, "format"), ("/app/test.js", 5, "Object.<anonymous>")],
+    ),
+    "sanitizer": (
+        "==1==ERROR: AddressSanitizer: heap-buffer-overflow\n    #0 0x4f5a in jv_dump_term src/jv_print.c:230\n"
+        "    #1 0x4f7b in jv_dumpf src/jv_print.c:300:5",
+        [("src/jv_print.c", 230, "jv_dump_term"), ("src/jv_print.c", 300, "jv_dumpf")],
+    ),
+    "gdb": (
+        "#0  fmt::detail::write (out=..., value=1) at include/fmt/format.h:2012\n"
+        "#1  0x0000 in main () at test/main.cc:5",
+        [("include/fmt/format.h", 2012, "fmt::detail::write"), ("test/main.cc", 5, "main")],
+    ),
+    "no location": ("see http://localhost:8000/index.html and example.com:8080", []),
+}
+
+
+@pytest.mark.parametrize("tool", list(TRACES))
+def test_every_languages_trace_is_read_as_frames_nearest_the_error_first(tool):
+    """Issue 70: IPython's, warnings', pytest's INTERNALERROR and other languages' traces were not read as frames."""
+    text, expected = TRACES[tool]
+    frames = read_issue(text).frames
+    assert [(f.path, f.line, f.function) for f in sorted(frames, key=lambda f: f.position)] == expected
+
+
+def test_the_paths_an_issue_may_name_cover_every_language_the_chunker_reads():
+    from knowledge.chunking.languages import LANGUAGES
+    from knowledge.issue import SOURCE_SUFFIXES
+
+    assert {suffix.lstrip(".") for suffix in LANGUAGES} <= SOURCE_SUFFIXES
+    assert read_issue("the bug is in src/lib.zig and in lib/app.exs").paths == ("src/lib.zig", "lib/app.exs")
+
+
+def test_a_jvm_go_and_javascript_trace_put_the_frames_file_and_function_first(git_repo):
+    commit(
+        git_repo,
+        {
+            "src/main/java/com/acme/json/Parser.java": "package com.acme.json;\n\npublic class Parser {\n"
+            "    public int nextToken(String text) {\n        return text.length();\n    }\n\n"
+            "    public int peek(String text) {\n        return 0;\n    }\n}\n",
+            "src/main/java/com/acme/other/Parser.java": "package com.acme.other;\n\npublic class Parser {\n"
+            "    public int nextToken(String text) {\n        return 1;\n    }\n}\n",
+            "core/server.go": "package core\n\nfunc Handle(n int) int {\n\treturn n\n}\n\nfunc Serve() int {\n"
+            "\treturn Handle(1)\n}\n",
+            "web/format.js": "function pad(x) {\n  return x;\n}\n\nfunction format(date) {\n  return pad(date);\n}\n",
+        },
+    )
+    run(git_repo, "reindex-all", "--quiet")
+    jvm = "Parsing fails\n\n\tat com.acme.json.Parser.nextToken(Parser.java:5)\n\tat com.acme.App.main(App.java:3)\n"
+    data, paths = located(git_repo, jvm)
+    assert paths[0] == "src/main/java/com/acme/json/Parser.java"  # its package's, not the other Parser.java
+    assert data["files"][0]["entities"][0]["name"] == "Parser.nextToken"
+    go = "Serve panics\n\ngoroutine 1 [running]:\ncore.Handle(...)\n\t/home/u/proj/core/server.go:4 +0x1d\n"
+    data, paths = located(git_repo, go)
+    assert paths[0] == "core/server.go"
+    assert data["files"][0]["entities"][0]["name"] == "Handle"
+    js = "format breaks\n\nTypeError: x\n    at format (/app/web/format.js:6:10)\n    at main (/app/index.js:2:1)\n"
+    data, paths = located(git_repo, js)
+    assert paths[0] == "web/format.js"
+    assert data["files"][0]["entities"][0]["name"] == "format"
