@@ -240,6 +240,24 @@ def daemon(root: Path, code: Path | None) -> dict[str, object]:
     }
 
 
+def hook_rounds(work: Path, sides: dict[str, Path | None], rounds: int) -> dict[str, list[float]]:
+    """A one-file commit's `reindex-from-changes` (what the hooks run), sides in turns, on the indexes built above:
+    each round appends a line to one Python file of pip, commits it, and times the reindex."""
+    times: dict[str, list[float]] = {name: [] for name in sides}
+    for number in range(rounds):
+        for name, code in sides.items():
+            root = work / f"mono-{name}"
+            target = root / "pip" / "src" / "pip" / "_internal" / "utils" / "misc.py"
+            with target.open("a", encoding="utf-8") as out:
+                out.write(f"\n\ndef bench_round_{number}():\n    return {number}\n")
+            committer = ["-c", "user.email=b@b", "-c", "user.name=bench"]
+            subprocess.run(["git", *committer, "commit", "-qam", f"round {number}"], cwd=root, check=True)
+            seconds, done = knowledge(root, code, "reindex-from-changes", "--quiet")
+            assert done.returncode == 0, done.stderr
+            times[name].append(round(seconds, 2))
+    return times
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--mirrors", type=Path, default=Path("/work/.mirror"))
@@ -248,7 +266,12 @@ def main() -> None:
     parser.add_argument("--tree", type=Path, help="a checkout of this work to run (default: the installed one)")
     parser.add_argument("--small", default="prometheus", help="the project asked alone (~20k chunks)")
     parser.add_argument("--out", type=Path)
+    parser.add_argument("--hook", type=int, default=0, help="only N rounds of a one-file commit's reindex, in turns")
     args = parser.parse_args()
+    if args.hook:
+        sides_only = {"main": args.base.resolve(), "work": args.tree.resolve() if args.tree else None}
+        print(json.dumps(hook_rounds(args.work, sides_only, args.hook)))
+        return
     mono = build_monorepo(args.mirrors, args.work / "mono")
     small = build_monorepo(args.mirrors, args.work / "small", only=args.small)
     sides = {"main": args.base.resolve(), "work": args.tree.resolve() if args.tree else None}
