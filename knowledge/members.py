@@ -8,8 +8,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
-from .chunking.languages import CONTAINERS
-from .records import Chunk, group_key, is_part
+from .records import CONTAINERS, Chunk, group_key, is_part
 
 MAX_MEMBERS = 16  # an answer's outline longer than this is cut, with the count of what was left out and `show`
 MAX_LEADING = 40  # lines of doc comment and attributes read above a declaration, at most

@@ -15,6 +15,13 @@ REDACTION_NOTE = "secret redacted"  # how a redaction is reported (a file's prob
 INDEX_DIR_NAME = ".knowledge"  # the folder under a repository's root that holds its index
 
 
+# The kinds of code entity that hold others (a class's methods, an impl's functions): what the chunker nests members
+# under and what ranking and the members answer read as a container
+CONTAINERS = frozenset(
+    {"class", "interface", "struct", "trait", "impl", "enum", "type", "module", "object", "protocol", "union"}
+)
+
+
 @dataclass(frozen=True, slots=True)
 class SourceFile:
     """One file chosen for indexing, decoded."""

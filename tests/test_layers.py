@@ -304,6 +304,22 @@ def test_every_listed_sideways_import_still_exists():
     assert sorted(set(SIDEWAYS) - used) == []
 
 
+# Pairs that may never meet, whatever SIDEWAYS says: the ranking reads chunk records, never how they were chunked
+NEVER = {("knowledge.ranking", "knowledge.chunking"): "ranking reads records.CONTAINERS, not the chunker's tables"}
+
+
+def test_the_ranking_never_imports_the_chunker():
+    graph = import_graph(PACKAGE)
+    crossings = [
+        f"{me} imports {target}: {why}"
+        for me, edges in graph.items()
+        for target in edges
+        for (importer, imported), why in NEVER.items()
+        if component(me) == importer and component(target) == imported
+    ]
+    assert crossings == []
+
+
 def fake_package(tmp_path: Path, files: dict[str, str]) -> Path:
     root = tmp_path / "knowledge"
     for rel, text in {"__init__.py": "", "store/__init__.py": "", **files}.items():

@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 
 from ..lexical import name_words
-from ..records import Chunk, FileProblem, SourceFile
+from ..records import CONTAINERS, Chunk, FileProblem, SourceFile
 from .entities import Entity, declared_names, find_entities, first_error_line, flatten
 from .ids import unique_chunk_id
-from .languages import CONTAINERS, language_of, parse_bytes, parser
+from .languages import language_of, parse_bytes, parser
 
 CODE_CHUNKER_VERSION = 22  # 21: names as words only where they hide their word breaks; 22: C++ export macros
 OVERLAP_LINES = 2

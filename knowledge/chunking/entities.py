@@ -7,8 +7,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from ..records import SourceFile
-from .languages import CONTAINERS, LanguageSpec
+from ..records import CONTAINERS, SourceFile
+from .languages import LanguageSpec
 from .tree import Node, Tree, node_text
 
 

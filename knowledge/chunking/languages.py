@@ -302,7 +302,6 @@ for _ext in (".cc", ".cpp", ".cxx", ".hpp", ".hh", ".hxx"):
         macros=True,
         names=_C_NAMES,
     )
-CONTAINERS = {"class", "interface", "struct", "trait", "impl", "enum", "type", "module", "object", "protocol", "union"}
 
 
 # A `.h` header is C++ as often as C (fmtlib, most C++ libraries); read as C, a C++ header is one long syntax error.

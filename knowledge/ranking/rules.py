@@ -15,10 +15,9 @@ from dataclasses import dataclass, replace
 from pathlib import PurePosixPath
 from typing import Any
 
-from ..chunking.languages import CONTAINERS
 from ..pieces import group_key
 from ..quiet import QUIET_PATH
-from ..records import Chunk
+from ..records import CONTAINERS, Chunk
 from .fusion import Candidate, Rule
 from .policy import RankingPolicy, RankingRules
 from .query import (
