@@ -150,3 +150,25 @@ def postgres_url(postgres_server, request):
         conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
         conn.execute(f"CREATE DATABASE {name}")
     return postgres_server.url(name)
+
+
+def index_bytes(root):
+    """Every byte under `.knowledge/`, and every compressed value in its databases unpacked (a chunk's text, its
+    terms, its embedding input are kept zlib-compressed)."""
+    import contextlib
+    import sqlite3
+    import zlib
+
+    folder = root / ".knowledge"
+    found = [p.read_bytes() for p in folder.rglob("*") if p.is_file()]
+    for database in folder.glob("*.sqlite"):
+        db = sqlite3.connect(f"file:{database}?mode=ro", uri=True)
+        tables = [name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+        for table in tables:
+            for row in db.execute(f'SELECT * FROM "{table}"'):
+                for value in row:
+                    if isinstance(value, bytes):
+                        with contextlib.suppress(zlib.error):
+                            found.append(zlib.decompress(value))
+        db.close()
+    return b"".join(found)

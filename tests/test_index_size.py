@@ -5,13 +5,15 @@ before them keeps answering and is moved over by its next write."""
 
 import sqlite3
 import zlib
+from dataclasses import replace
 
 import numpy as np
 
 from knowledge.kb import KnowledgeBase
 from knowledge.lexical import terms
-from knowledge.store import static_blocks
+from knowledge.store import chunk_to_json, static_blocks
 from knowledge.store.local import LocalStore
+from knowledge.store.local_files import chunk_from_row
 
 from .conftest import HashingEmbedder, commit, git
 from .test_callgraph_stored import PROJECT
@@ -33,7 +35,8 @@ def answers(root):
     """Each question's lexical and static answers, by chunk id (keys differ between an updated index and a rebuild)."""
     store = LocalStore.open(root, "code")
     try:
-        ids = {key: chunk.id for key, chunk in store.all_chunks().items()}
+        chunks = store.all_chunks()
+        ids = {key: chunk.id for key, chunk in chunks.items()}
         static = HashingEmbedder()
         static.dims = store._static.current(store._db).dims
         found = {}
@@ -44,6 +47,8 @@ def answers(root):
             # ties fall in key order, and keys differ between an updated index and a rebuild
             found[question] = tuple(sorted(hits, key=lambda hit: (-hit[1], hit[0])) for hits in (lexical, nearest))
         found["terms"] = sorted((ids[key], body) for key, body in store.lexical_terms(list(ids)).items())
+        # every field as read (but the commit each was indexed at: an update keeps the unchanged files' older one)
+        found["chunks"] = sorted(repr(replace(chunk, commit="")) for chunk in chunks.values())
         return found
     finally:
         store.close()
@@ -79,7 +84,8 @@ def test_the_lexical_index_and_static_rows_after_every_kind_of_commit_answer_as_
 
 
 def test_an_index_from_before_answers_and_its_next_write_moves_it_over(git_repo):
-    """Its FTS5 table holds its terms, its static rows are float32 rows, its waiting texts plain."""
+    """Its FTS5 table holds its terms, its static rows are float32 rows, its waiting texts plain, its chunks' every
+    field in their JSON."""
     commit(git_repo, PROJECT, "start")
     reindex(git_repo, everything=True)
     path = git_repo / ".knowledge" / "code.sqlite"
@@ -102,6 +108,9 @@ def test_an_index_from_before_answers_and_its_next_write_moves_it_over(git_repo)
     db.executemany(
         "UPDATE chunks SET embed_text = ? WHERE key = ?", [(zlib.decompress(t).decode(), k) for k, t in texts]
     )
+    rows = db.execute("SELECT key, chunk_id, path, content_hash, data, content FROM chunks").fetchall()
+    whole = [(chunk_to_json(chunk_from_row(*row)), key) for key, *row in rows]  # every field in the JSON
+    db.executemany("UPDATE chunks SET data = ?, content = NULL WHERE key = ?", whole)
     db.execute("COMMIT")
     assert answers(git_repo) == before  # read as it is
     commit(git_repo, {"pkg/util.py": PROJECT["pkg/util.py"].replace("helper_2(value, n)", "value")})
@@ -115,3 +124,4 @@ def test_an_index_from_before_answers_and_its_next_write_moves_it_over(git_repo)
     rebuilt = answers(git_repo)
     assert {q: kept[q][0] for q in QUESTIONS} == {q: rebuilt[q][0] for q in QUESTIONS}
     assert kept["terms"] == rebuilt["terms"]
+    assert kept["chunks"] == rebuilt["chunks"]

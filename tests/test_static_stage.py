@@ -443,7 +443,9 @@ def test_the_static_blocks_keep_rows_in_key_order_through_appends_removals_and_a
     keys = [3 * n + 7 for n in range(len(rows))]
     db.executemany("INSERT INTO chunks VALUES (?, 0)", [(key,) for key in keys])
     # an index from before the blocks: float32 rows, read as they are, then moved into blocks by a write
-    db.executemany("INSERT INTO static VALUES (?, ?)", [(key, row.tobytes()) for key, row in zip(keys, rows)])
+    db.executemany(
+        "INSERT INTO static VALUES (?, ?)", [(key, row.tobytes()) for key, row in zip(keys, rows, strict=True)]
+    )
     search = LocalStatic()
     assert np.array_equal(search.current(db).matrix, rows.astype(np.float16))
     static_blocks.move_rows_once(db)
@@ -466,7 +468,7 @@ def test_the_static_blocks_keep_rows_in_key_order_through_appends_removals_and_a
     static_blocks.remove(db, gone)
     search.invalidate()  # our own write (data_version moves for other connections' commits)
     current = search.current(db)
-    assert list(current.keys) == keys[static_blocks.BLOCK_ROWS : -2] + [10000]
+    assert list(current.keys) == [*keys[static_blocks.BLOCK_ROWS : -2], 10000]
     assert np.array_equal(current.matrix[:-1], rows[static_blocks.BLOCK_ROWS : -2].astype(np.float16))
     assert search.counts(db) == (len(current.keys), len(current.keys) - 1)
     db.execute("INSERT INTO chunks VALUES (20000, 0)")  # a chunk without a static row: counted exactly

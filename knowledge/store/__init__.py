@@ -296,11 +296,15 @@ def chunk_to_json(chunk: Chunk) -> str:
     )
 
 
-def chunk_to_compact_json(chunk: Chunk) -> str:
+def chunk_to_compact_json(chunk: Chunk, leave_out: frozenset[str] = frozenset()) -> str:
     """A chunk as `chunk_to_json` writes it, less the fields that hold their default (`chunk_from_dict` restores
-    them): a tenth of a doc section's row in a large shared store."""
+    them: a tenth of a doc section's row in a large shared store) and those the caller keeps in columns."""
     return json.dumps(
-        {name: value for name in _STORED_FIELDS if (value := getattr(chunk, name)) != _DEFAULTS.get(name, _REQUIRED)},
+        {
+            name: value
+            for name in _STORED_FIELDS
+            if name not in leave_out and (value := getattr(chunk, name)) != _DEFAULTS.get(name, _REQUIRED)
+        },
         ensure_ascii=False,
         separators=(",", ":"),
     )
@@ -308,10 +312,6 @@ def chunk_to_compact_json(chunk: Chunk) -> str:
 
 def chunk_from_dict(data: dict[str, Any]) -> Chunk:
     return Chunk(**{**data, **{name: tuple(data.get(name, ())) for name in _TUPLE_FIELDS}, "embed_text": ""})
-
-
-def chunk_from_json(text: str) -> Chunk:
-    return chunk_from_dict(json.loads(text))
 
 
 def index_dir(root: Path) -> Path:
@@ -340,7 +340,6 @@ __all__ = [
     "ScoredKey",
     "StoreSummary",
     "chunk_from_dict",
-    "chunk_from_json",
     "chunk_to_json",
     "embed_lock_path",
     "index_dir",

@@ -35,19 +35,20 @@ from . import (
     Pending,
     ScoredKey,
     StoreSummary,
-    chunk_from_json,
-    chunk_to_json,
     index_dir,
     recent_first,
     static_blocks,
 )
 from .local_files import (
     CALLS_KEPT,
+    CHUNK_COLUMNS,
     SCHEMA,
     Transaction,
     add_later_tables,
     add_lexical,
     callers_of,
+    chunk_from_row,
+    chunk_row,
     connect,
     forget_path,
     packed_text,
@@ -196,15 +197,15 @@ class LocalStore:
             for start in range(0, len(unique), 500):
                 part = unique[start : start + 500]
                 rows = self._db.execute(
-                    f"SELECT key, data FROM chunks WHERE key IN ({','.join('?' * len(part))})", part
+                    f"SELECT key, {CHUNK_COLUMNS} FROM chunks WHERE key IN ({','.join('?' * len(part))})", part
                 ).fetchall()
-                out.update((key, chunk_from_json(data)) for key, data in rows)
+                out.update((row[0], chunk_from_row(*row[1:])) for row in rows)
         return out
 
     def all_chunks(self) -> dict[int, Chunk]:
         with self._lock:
-            rows = self._db.execute("SELECT key, data FROM chunks ORDER BY key").fetchall()
-        return {key: chunk_from_json(data) for key, data in rows}
+            rows = self._db.execute(f"SELECT key, {CHUNK_COLUMNS} FROM chunks ORDER BY key").fetchall()
+        return {row[0]: chunk_from_row(*row[1:]) for row in rows}
 
     def version(self) -> str:
         """Changes whenever chunks are added or removed (not when vectors arrive)."""
@@ -213,13 +214,15 @@ class LocalStore:
 
     def chunk_by_id(self, chunk_id: str) -> Chunk | None:
         with self._lock:
-            row = self._db.execute("SELECT data FROM chunks WHERE chunk_id = ?", (chunk_id,)).fetchone()
-        return chunk_from_json(row[0]) if row else None
+            row = self._db.execute(f"SELECT {CHUNK_COLUMNS} FROM chunks WHERE chunk_id = ?", (chunk_id,)).fetchone()
+        return chunk_from_row(*row) if row else None
 
     def chunks_of_path(self, path: str) -> list[Chunk]:
         with self._lock:
-            rows = self._db.execute("SELECT data FROM chunks WHERE path = ? ORDER BY key", (path,)).fetchall()
-        return [chunk_from_json(data) for (data,) in rows]
+            rows = self._db.execute(
+                f"SELECT {CHUNK_COLUMNS} FROM chunks WHERE path = ? ORDER BY key", (path,)
+            ).fetchall()
+        return [chunk_from_row(*row) for row in rows]
 
     def keeps_calls(self) -> bool:
         """Whether `callers` answers for every chunk (an index from before the calls table: after its next write)."""
@@ -320,14 +323,11 @@ class LocalStore:
                 next_key += 1
                 embedded = item.vector is not None
                 db.execute(
-                    "INSERT INTO chunks (key, chunk_id, path, content_hash, data, embed_text, chars, embedded) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    f"INSERT INTO chunks (key, {CHUNK_COLUMNS}, embed_text, chars, embedded) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (
                         key,
-                        chunk.id,
-                        chunk.path,
-                        chunk.content_hash,
-                        chunk_to_json(chunk),
+                        *chunk_row(chunk),
                         None if embedded else packed_text(chunk.embed_text),
                         len(chunk.embed_text),
                         int(embedded),

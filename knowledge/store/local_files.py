@@ -13,7 +13,8 @@ from pathlib import Path
 
 from ..fs import atomic_write
 from ..quiet import is_quiet
-from . import FORMAT_VERSION, Manifest, StoreSummary, index_dir, static_blocks
+from ..records import Chunk
+from . import FORMAT_VERSION, Manifest, StoreSummary, chunk_from_dict, chunk_to_compact_json, index_dir, static_blocks
 from .vectors import SnapshotIdentity, remove_stale_temp_files, snapshot_file_problem
 
 FTS_TOKENIZER = "porter unicode61 tokenchars '_'"
@@ -25,7 +26,7 @@ CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS chunks (
     key INTEGER PRIMARY KEY, chunk_id TEXT NOT NULL, path TEXT NOT NULL, content_hash TEXT NOT NULL, data TEXT NOT NULL,
     embed_text TEXT, chars INTEGER NOT NULL DEFAULT 0, embedded INTEGER NOT NULL DEFAULT 0,
-    in_snapshot INTEGER NOT NULL DEFAULT 0);
+    in_snapshot INTEGER NOT NULL DEFAULT 0, content BLOB);
 CREATE INDEX IF NOT EXISTS chunks_by_path ON chunks(path);
 CREATE INDEX IF NOT EXISTS chunks_by_id ON chunks(chunk_id);
 CREATE INDEX IF NOT EXISTS chunks_pending ON chunks(key) WHERE embedded = 0;
@@ -61,6 +62,27 @@ CALLS_KEPT = "calls_kept"
 FILL_CALLS = (
     "INSERT INTO calls (key, name) SELECT DISTINCT c.key, j.value FROM chunks c, json_each(c.data, '$.calls') j"
 )
+
+
+# A chunk's row: its id, path and content hash in their columns, its text zlib-compressed in `content`, the rest a JSON
+# document of the fields that differ from their defaults; an index from before it keeps every field in the JSON
+# (`content` NULL), and both are read alike.
+CHUNK_COLUMNS = "chunk_id, path, content_hash, data, content"
+_IN_COLUMNS = frozenset({"id", "path", "content_hash", "content"})
+
+
+def chunk_row(chunk: Chunk) -> tuple[str, str, str, str, bytes]:
+    """The values of CHUNK_COLUMNS for `chunk`."""
+    data = chunk_to_compact_json(chunk, _IN_COLUMNS)
+    return chunk.id, chunk.path, chunk.content_hash, data, zlib.compress(chunk.content.encode("utf-8"), 6)
+
+
+def chunk_from_row(chunk_id: str, path: str, content_hash: str, data: str, content: bytes | None) -> Chunk:
+    fields = json.loads(data)
+    fields.update(id=chunk_id, path=path, content_hash=content_hash)
+    if content is not None:
+        fields["content"] = unpacked_text(content)
+    return chunk_from_dict(fields)
 
 
 def store_paths(root: Path, kind: str) -> tuple[Path, Path, Path]:
@@ -116,8 +138,11 @@ def index_files_problem(folder: Path, kind: str) -> str | None:
 
 
 def add_later_tables(db: sqlite3.Connection) -> None:
-    """What an index from before them lacks: the symbol index, the static rows, the calls table."""
+    """What an index from before them lacks: the symbol index, the chunks' packed text, the static rows, the calls
+    table."""
     db.execute(f"CREATE INDEX IF NOT EXISTS chunks_by_symbol ON chunks({SYMBOL_KEY})")
+    if "content" not in {row[1] for row in db.execute("PRAGMA table_info(chunks)")}:
+        db.execute("ALTER TABLE chunks ADD COLUMN content BLOB")
     db.execute("CREATE TABLE IF NOT EXISTS static (key INTEGER PRIMARY KEY, vector BLOB NOT NULL)")
     db.execute(
         "CREATE TABLE IF NOT EXISTS calls (key INTEGER NOT NULL, name TEXT NOT NULL, PRIMARY KEY (key, name)) "
@@ -243,9 +268,11 @@ def chunk_texts(database: Path) -> Iterator[tuple[str, str]]:
     """Every chunk's path and shown text in the index file `database`, by path, a page at a time (what a snapshot's
     import checks against the files; a million chunks' texts are never held at once)."""
     with contextlib.closing(sqlite3.connect(f"file:{database}?mode=ro", uri=True)) as db:
-        cursor = db.execute("SELECT path, json_extract(data, '$.content') FROM chunks ORDER BY path")
+        columns = {row[1] for row in db.execute("PRAGMA table_info(chunks)")}
+        packed = "content" if "content" in columns else "NULL"
+        cursor = db.execute(f"SELECT path, json_extract(data, '$.content'), {packed} FROM chunks ORDER BY path")
         while page := cursor.fetchmany(4096):
-            yield from ((str(path), str(content or "")) for path, content in page)
+            yield from ((str(path), unpacked_text(packed) or str(plain or "")) for path, plain, packed in page)
 
 
 def remove_leftovers(folder: Path) -> None:
