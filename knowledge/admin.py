@@ -29,6 +29,7 @@ from .snapshot import SnapshotInfo, export_index, import_index, read_manifest, w
 __all__ = ["CLIENTS", "MODEL_VARIANTS", "SCOPES", "Change"]
 
 if TYPE_CHECKING:
+    from .dependencies import Dependency
     from .hooks import HookState as HookState
     from .kb import KnowledgeBase
 
@@ -71,6 +72,13 @@ def read_generated(root: Path, name: str) -> str | None:
 def write_generated(root: Path, name: str, text: str) -> Path:
     """Write a generated file at the repository root through the write gate (readable by all, as a committed file)."""
     return write_file(root, generated_file(root, root / name), text, mode=0o644, follow_final=True)
+
+
+def dependencies(root: Path) -> list[Dependency]:
+    """The repository's declared dependencies, each resolved to what is installed (`knowledge deps`)."""
+    from .dependencies import resolve
+
+    return resolve(root)
 
 
 def settings_of(root: Path, overrides: Overrides) -> Settings:

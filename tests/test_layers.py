@@ -53,6 +53,7 @@ LAYERS = {
         "knowledge.path_gate",
         "knowledge.history",
         "knowledge.snapshot_fetch",
+        "knowledge.dependencies",
     ),
     "leaves": (
         "knowledge.fs",
@@ -128,6 +129,7 @@ SIDEWAYS = {
     # adapters
     ("knowledge.corpus", "knowledge.git"): "discovery lists git's files",
     ("knowledge.corpus", "knowledge.path_gate"): "discovery reads files through the read gate",
+    ("knowledge.dependencies", "knowledge.path_gate"): "manifests and installed metadata read through the read gate",
     ("knowledge.path_gate", "knowledge.git"): "the read gate asks git whether a path is ignored",
     ("knowledge.history", "knowledge.git"): "the commits' messages and files, read from git",
     ("knowledge.store", "knowledge.git"): "a shared store keys an index by repository identity and branch",

@@ -10,7 +10,7 @@ import click
 
 from ..admin import MODEL_VARIANTS
 from ..version import __version__
-from . import agents, daemon, docs, hooks, index, locate, model, search, serve, settings, snapshot, source, teams
+from . import agents, daemon, deps, docs, hooks, index, locate, model, search, serve, settings, snapshot, source, teams
 from .guard import KnowledgeGroup
 
 
@@ -55,6 +55,7 @@ COMMANDS = (
     docs.drift_command,
     docs.eval_command,
     settings.config_command,
+    deps.deps_command,
     hooks.hooks_group,
     model.model_group,
     serve.serve_command,

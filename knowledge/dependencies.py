@@ -1,0 +1,257 @@
+"""The repository's dependencies as declared, resolved to what is installed where it runs, from files already on disk:
+never a download, never an import or a run of a package (distributions are read by their METADATA, Node packages by
+their package.json).
+
+- Python: `pyproject.toml` (`[project]` dependencies and optional ones, PEP 735 groups, Poetry's table) and
+  `requirements*.txt` at the root, against the project's environment (`.venv`, `venv` or `env` beside it, else the
+  activated one, `VIRTUAL_ENV`), each beside what `uv.lock`, `poetry.lock`, `pylock.toml` or a `==` pin says.
+- Node: `package.json`'s dependencies and devDependencies against `node_modules/<name>/package.json`, beside
+  `package-lock.json`.
+
+A package folder that is a link leading out of the repository or its environment is refused, not read.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tomllib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .errors import ConfigError
+from .path_gate import read_unlinked
+
+MAX_FILE_BYTES = 32 * 1024 * 1024  # a lockfile or a manifest bigger than this is not read
+_NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
+_PIN = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[[^\]]*\])?\s*==\s*([\w.+!-]+)\s*(?:;.*)?$")
+ENVIRONMENTS = (".venv", "venv", "env")
+
+
+@dataclass(frozen=True, slots=True)
+class Dependency:
+    ecosystem: str  # "python" or "node"
+    name: str
+    wanted: str  # the declared requirement, as written (`click>=8.1`, `^4.17.0`)
+    declared_in: str  # the file that declares it, relative to the root
+    installed: str | None = None  # the version found installed; None when it is not
+    location: str | None = None  # the installed package's folder
+    locked: str | None = None  # the version the lockfile pins; None when none does
+    refused: str | None = None  # why the installed copy was not read
+
+    @property
+    def problem(self) -> str | None:
+        if self.refused is not None:
+            return self.refused
+        if self.installed is None:
+            return "not installed"
+        if self.locked is not None and self.locked != self.installed:
+            return f"installed {self.installed}, the lockfile pins {self.locked}"
+        return None
+
+
+def normalized(name: str) -> str:
+    """A Python distribution's name as PEP 503 compares them (`Foo_Bar` is `foo-bar`)."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def resolve(root: Path) -> list[Dependency]:
+    """Every declared dependency of the repository at `root`, Python's then Node's, each resolved."""
+    return [*_python(root), *_node(root)]
+
+
+# ---- Python ---------------------------------------------------------------------------------------------------------
+def _python(root: Path) -> list[Dependency]:
+    declared = list(_python_declared(root))
+    if not declared:
+        return []
+    installed = _distributions(root)
+    locked = _python_locked(root)
+    out = []
+    for name, wanted, source in declared:
+        key = normalized(name)
+        found = installed.get(key)
+        out.append(
+            Dependency(
+                "python",
+                name,
+                wanted,
+                source,
+                found[0] if found else None,
+                found[1] if found else None,
+                locked.get(key),
+            )
+        )
+    return _unique(out)
+
+
+def _python_declared(root: Path) -> Iterator[tuple[str, str, str]]:
+    project = _toml(root / "pyproject.toml")
+    if project is not None:
+        table = project.get("project", {})
+        groups = [table.get("dependencies", []), *table.get("optional-dependencies", {}).values()]
+        groups += [g for g in project.get("dependency-groups", {}).values() if isinstance(g, list)]
+        for group in groups:
+            for requirement in group if isinstance(group, list) else []:
+                if isinstance(requirement, str) and (match := _NAME.match(requirement)):
+                    yield match.group(1), requirement.strip(), "pyproject.toml"
+        poetry = project.get("tool", {}).get("poetry", {}).get("dependencies", {})
+        for name, spec in poetry.items() if isinstance(poetry, dict) else ():
+            if name.lower() != "python":
+                yield name, f"{name} {spec if isinstance(spec, str) else json.dumps(spec)}", "pyproject.toml"
+    for requirements in sorted(root.glob("requirements*.txt")):
+        for line in _text(requirements).splitlines():
+            line = line.split(" #", 1)[0].strip()
+            if line and not line.startswith(("#", "-")) and (match := _NAME.match(line)):
+                yield match.group(1), line, requirements.name
+
+
+def _site_packages(root: Path) -> list[Path]:
+    """The environment the project runs in: one beside it, else the activated one."""
+    candidates = [root / name for name in ENVIRONMENTS]
+    if os.environ.get("VIRTUAL_ENV"):
+        candidates.append(Path(os.environ["VIRTUAL_ENV"]))
+    for environment in candidates:
+        if (environment / "pyvenv.cfg").is_file():
+            found = sorted(environment.glob("lib/python3*/site-packages")) + sorted(
+                environment.glob("Lib/site-packages")
+            )
+            if found:
+                return found
+    return []
+
+
+def _distributions(root: Path) -> dict[str, tuple[str, str]]:
+    """normalized name -> (version, the folder of its code) of every distribution in the project's environment."""
+    out: dict[str, tuple[str, str]] = {}
+    for site in _site_packages(root):
+        for info in sorted(site.glob("*.dist-info")):
+            headers = _headers(_text(info / "METADATA"))
+            if "name" in headers and "version" in headers:
+                folder = site / _code_folder(_text(info / "RECORD"), headers["name"])
+                out.setdefault(normalized(headers["name"]), (headers["version"], str(folder)))
+    return out
+
+
+def _code_folder(record: str, name: str) -> str:
+    """The top-level folder (or module) a distribution's RECORD installs the most files into, its own name first
+    (`python-frontmatter` installs `frontmatter/`, `tree-sitter-c` a `_binding` beside `tree_sitter_c/`)."""
+    counts: dict[str, int] = {}
+    for line in record.splitlines():
+        top = line.split(",", 1)[0].split("/", 1)[0]
+        if top and not top.endswith((".dist-info", ".pth", ".data")) and top not in {"..", "__pycache__"}:
+            counts[top] = counts.get(top, 0) + 1
+    own = normalized(name).replace("-", "_")
+    if own in counts:
+        return own
+    public = [top for top in counts if not top.startswith("_")] or list(counts)
+    return max(public, key=lambda top: counts[top]) if public else own
+
+
+def _headers(metadata: str) -> dict[str, str]:
+    headers: dict[str, str] = {}
+    for line in metadata.splitlines():
+        if not line.strip():
+            break  # the body (the long description) follows the first blank line
+        key, _, value = line.partition(":")
+        headers.setdefault(key.strip().lower(), value.strip())
+    return headers
+
+
+def _python_locked(root: Path) -> dict[str, str]:
+    locked: dict[str, str] = {}
+    for lockfile, packages in (("uv.lock", "package"), ("poetry.lock", "package"), ("pylock.toml", "packages")):
+        for entry in (_toml(root / lockfile) or {}).get(packages, []):
+            if isinstance(entry, dict) and "name" in entry and "version" in entry:
+                locked.setdefault(normalized(str(entry["name"])), str(entry["version"]))
+    for requirements in sorted(root.glob("requirements*.txt")):
+        for line in _text(requirements).splitlines():
+            if match := _PIN.match(line):
+                locked.setdefault(normalized(match.group(1)), match.group(2))
+    return locked
+
+
+# ---- Node -----------------------------------------------------------------------------------------------------------
+def _node(root: Path) -> list[Dependency]:
+    manifest = _json(root / "package.json")
+    if not isinstance(manifest, dict):
+        return []
+    lock = _json(root / "package-lock.json")
+    packages = lock.get("packages", {}) if isinstance(lock, dict) else {}
+    legacy = lock.get("dependencies", {}) if isinstance(lock, dict) else {}
+    out = []
+    for field in ("dependencies", "devDependencies"):
+        wanted = manifest.get(field, {})
+        for name, spec in sorted(wanted.items()) if isinstance(wanted, dict) else ():
+            entry = packages.get(f"node_modules/{name}") or legacy.get(name) or {}
+            locked = entry.get("version") if isinstance(entry, dict) else None
+            folder = root / "node_modules" / name
+            refused = _outside(folder, root)
+            found = None if refused else _json(folder / "package.json", package=True)
+            version = found.get("version") if isinstance(found, dict) else None
+            out.append(
+                Dependency(
+                    "node",
+                    name,
+                    f"{name}@{spec}",
+                    "package.json",
+                    str(version) if version else None,
+                    str(folder) if version else None,
+                    str(locked) if locked else None,
+                    refused,
+                )
+            )
+    return _unique(out)
+
+
+def _outside(folder: Path, root: Path) -> str | None:
+    """Why a package folder is not read: a link (npm link, pnpm) leading out of the repository."""
+    if not folder.is_symlink():
+        return None
+    target = folder.resolve()
+    if target.is_relative_to(root.resolve()):
+        return None
+    return f"a link out of the repository ({target}); not read"
+
+
+# ---- reading ----------------------------------------------------------------------------------------------------
+def _text(path: Path) -> str:
+    """A file's text, read without following a link in its place; "" when missing, a link, too big or unreadable."""
+    try:
+        if path.stat().st_size > MAX_FILE_BYTES:
+            return ""
+    except OSError:
+        return ""
+    data = read_unlinked(path)
+    return data.decode("utf-8", "replace") if data is not None else ""
+
+
+def _toml(path: Path) -> dict[str, Any] | None:
+    """A manifest or lockfile's table; None when there is none; one clear error when it is not TOML."""
+    try:
+        return tomllib.loads(_text(path)) if path.is_file() else None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML ({exc})") from exc
+
+
+def _json(path: Path, package: bool = False) -> object:
+    """A manifest or lockfile's document; None when there is none (or an installed package's is broken: that package
+    reads as not installed); one clear error when the repository's own is not JSON."""
+    try:
+        return json.loads(_text(path)) if path.is_file() else None
+    except json.JSONDecodeError as exc:
+        if package:
+            return None
+        raise ConfigError(f"{path}: not valid JSON ({exc})") from exc
+
+
+def _unique(found: list[Dependency]) -> list[Dependency]:
+    """One row a package, the first declaration of it."""
+    seen: dict[tuple[str, str], Dependency] = {}
+    for dependency in found:
+        key = (dependency.ecosystem, normalized(dependency.name))
+        seen.setdefault(key, dependency)
+    return list(seen.values())

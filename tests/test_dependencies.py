@@ -1,0 +1,125 @@
+"""`knowledge deps` (issue 71, item 1): the declared dependencies resolved to what is installed, in a real virtual
+environment made by uv from real wheels and a real node_modules made by npm from a packed package, offline; nothing
+of a package is imported or run, a link out of the repository is refused, a lockfile that disagrees is said."""
+
+import base64
+import hashlib
+import json
+import shutil
+import subprocess
+import zipfile
+
+import pytest
+from click.testing import CliRunner
+
+from knowledge.cli import cli
+from knowledge.dependencies import resolve
+
+
+def wheel(folder, name, version, init=""):
+    """A pure-Python wheel `name-version` whose package runs `init` when imported."""
+    files = {
+        f"{name}/__init__.py": init,
+        f"{name}-{version}.dist-info/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n\nText\n",
+        f"{name}-{version}.dist-info/WHEEL": "Wheel-Version: 1.0\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+    }
+    record = f"{name}-{version}.dist-info/RECORD"
+    lines = []
+    for path, text in files.items():
+        digest = base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=").decode()
+        lines.append(f"{path},sha256={digest},{len(text.encode())}")
+    files[record] = "\n".join([*lines, f"{record},,"]) + "\n"
+    folder.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(folder / f"{name}-{version}-py3-none-any.whl", "w") as archive:
+        for path, text in files.items():
+            archive.writestr(path, text)
+
+
+@pytest.fixture
+def python_repo(tmp_path):
+    uv = shutil.which("uv")
+    assert uv is not None, "the test extra installs uv"
+    root = tmp_path / "repo"
+    root.mkdir()
+    marker = tmp_path / "imported"
+    wheels = tmp_path / "wheels"
+    wheel(wheels, "tinyclick", "8.1.7", init=f"import pathlib\npathlib.Path({str(marker)!r}).write_text('ran')\n")
+    wheel(wheels, "Tiny_Util", "2.0.0")
+    subprocess.run([uv, "venv", "--no-config", "--quiet", str(root / ".venv")], check=True, cwd=tmp_path)
+    subprocess.run(
+        [uv, "pip", "install", "--no-config", "--quiet", "--no-index", "--find-links", str(wheels),
+         "--python", str(root / ".venv" / "bin" / "python"), "tinyclick", "tiny-util"],
+        check=True, cwd=tmp_path,
+    )  # fmt: skip
+    (root / "pyproject.toml").write_text(
+        '[project]\nname = "app"\ndependencies = ["tinyclick>=8", "tiny.util"]\n\n'
+        '[project.optional-dependencies]\ndocs = ["missing-pkg>=1"]\n'
+    )
+    (root / "uv.lock").write_text(
+        'version = 1\n\n[[package]]\nname = "tinyclick"\nversion = "8.1.7"\n\n'
+        '[[package]]\nname = "tiny-util"\nversion = "1.9.0"\n'
+    )
+    return root, marker
+
+
+def test_python_dependencies_are_found_with_their_version_and_a_lockfile_that_disagrees(python_repo):
+    root, marker = python_repo
+    found = {d.name: d for d in resolve(root)}
+    assert sorted(found) == ["missing-pkg", "tiny.util", "tinyclick"]
+    assert (found["tinyclick"].installed, found["tinyclick"].locked, found["tinyclick"].problem) == (
+        "8.1.7",
+        "8.1.7",
+        None,
+    )
+    assert found["tinyclick"].location.endswith("site-packages/tinyclick")
+    assert found["tiny.util"].installed == "2.0.0"  # Tiny_Util, tiny-util and tiny.util are one name
+    assert found["tiny.util"].problem == "installed 2.0.0, the lockfile pins 1.9.0"
+    assert found["missing-pkg"].problem == "not installed"
+    assert not marker.exists()  # read by its METADATA: the package's code never ran
+    result = CliRunner().invoke(cli, ["-C", str(root), "deps"])
+    assert result.exit_code == 0, result.output
+    assert "installed 2.0.0, the lockfile pins 1.9.0" in result.output
+    assert result.output.strip().splitlines()[-1] == "3 dependencies, 2 with a problem"
+    data = json.loads(CliRunner().invoke(cli, ["-C", str(root), "deps", "--json"]).output)
+    assert {row["name"]: row["installed"] for row in data["dependencies"]}["tinyclick"] == "8.1.7"
+    assert not marker.exists()
+
+
+def test_a_broken_manifest_is_one_line_naming_it(python_repo):
+    root, _ = python_repo
+    (root / "pyproject.toml").write_text("[project\ndependencies = [")
+    result = CliRunner().invoke(cli, ["-C", str(root), "deps"])
+    assert result.exit_code != 0
+    assert len(result.output.strip().splitlines()) == 1
+    assert "pyproject.toml: not valid TOML" in result.output
+
+
+def test_node_dependencies_come_from_node_modules_and_a_link_out_of_the_repository_is_refused(tmp_path):
+    npm = shutil.which("npm")
+    if npm is None:
+        pytest.skip("npm is not installed on this machine")
+    package = tmp_path / "leftpad"
+    package.mkdir()
+    (package / "package.json").write_text(json.dumps({"name": "leftpad", "version": "1.3.0", "main": "index.js"}))
+    (package / "index.js").write_text("require('fs').writeFileSync('ran', 'x');\nmodule.exports = (s) => s;\n")
+    subprocess.run([npm, "pack", "--silent", str(package)], cwd=tmp_path, check=True, capture_output=True)
+    root = tmp_path / "web"
+    root.mkdir()
+    (root / "package.json").write_text(json.dumps({"name": "web", "version": "0.0.1"}))
+    subprocess.run(
+        [npm, "install", "--offline", "--no-audit", "--no-fund", "--ignore-scripts", "../leftpad-1.3.0.tgz"],
+        cwd=root, check=True, capture_output=True,
+    )  # fmt: skip
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (outside / "package.json").write_text(json.dumps({"name": "linked", "version": "9.9.9"}))
+    (root / "node_modules" / "linked").symlink_to(outside)
+    manifest = json.loads((root / "package.json").read_text())
+    manifest["devDependencies"] = {"linked": "^9.0.0"}
+    (root / "package.json").write_text(json.dumps(manifest))
+    found = {d.name: d for d in resolve(root)}
+    assert (found["leftpad"].installed, found["leftpad"].locked, found["leftpad"].problem) == ("1.3.0", "1.3.0", None)
+    assert found["leftpad"].wanted.startswith("leftpad@")
+    assert found["linked"].installed is None
+    assert found["linked"].problem.startswith("a link out of the repository")
+    assert not (root / "ran").exists()
