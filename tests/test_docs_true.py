@@ -147,3 +147,14 @@ def test_the_docs_name_every_ranking_rule_and_no_other():
     for doc in ("agents.md", "json-output.md"):
         named = set(re.findall(r"`(rule_[a-z_]+)`", (ROOT / "docs" / doc).read_text()))
         assert named == table, f"docs/{doc}: {sorted(named ^ table)}"
+
+
+def test_the_cli_reference_is_what_the_commands_print():
+    """docs/cli.md is made from every command's --help (issue 69): change a command, then run
+    `python -m knowledge.cli.reference > docs/cli.md`."""
+    from knowledge.cli.reference import reference
+
+    written = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
+    made = reference()
+    assert written == made, "docs/cli.md is stale: run `python -m knowledge.cli.reference > docs/cli.md`"
+    assert all(f"## knowledge {name}\n" in made for name in cli.list_commands(click.Context(cli)))
