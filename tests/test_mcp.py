@@ -141,3 +141,16 @@ def test_mcp_over_http_refuses_requests_without_the_token(git_repo, tmp_path):
     finally:
         server.terminate()
         server.wait(timeout=10)
+
+
+def test_the_help_names_every_tool_the_server_serves():
+    """Issue 69: `knowledge mcp --help` named five tools and omitted `locate` and `docs_for`, which it serves."""
+    from click.testing import CliRunner
+
+    from knowledge.api.operations import OPERATIONS
+    from knowledge.cli import cli
+
+    tools = [op.tool for op in OPERATIONS if op.tool]
+    shown = " ".join(CliRunner().invoke(cli, ["mcp", "--help"], terminal_width=400).output.split())
+    assert f"with the tools {', '.join(tools)}." in shown
+    assert {"locate", "docs_for"} <= set(tools)

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from ..api.operations import OPERATIONS
 from ..errors import ConfigError, KnowledgeError
 from .context import open_kb
 
@@ -107,7 +108,7 @@ def _warm_quietly(local: LocalBackend) -> None:
 def mcp_command(
     ctx: click.Context, use_http: bool, host: str, port: int, remote: str | None, token_file: Path | None
 ) -> None:
-    """Run an MCP server (stdio by default) with search, get_source, status, docs_for_file and reindex tools.
+    """Run an MCP server (stdio by default) with the tools {tools}.
 
     With --http it needs the same bearer token as `knowledge serve` (every request without it gets 401).
 
@@ -140,3 +141,7 @@ def mcp_command(
         raise KnowledgeError("knowledge mcp --http binds loopback only; use `knowledge serve` (token auth) remotely")
     assert token is not None
     run_http(server, host, port, token)
+
+
+# the tools named as the table serves them, so the help cannot omit one (it listed five of seven)
+mcp_command.help = (mcp_command.help or "").replace("{tools}", ", ".join(op.tool for op in OPERATIONS if op.tool))
