@@ -9,6 +9,7 @@ is always the exact one)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import TYPE_CHECKING
 
 from . import ScoredKey
@@ -17,7 +18,7 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-SCAN_MIN_ROWS = 20_000  # below it every row is scored in float32 (a few milliseconds)
+SCAN_MIN_ROWS = 20_000  # below it the rows are kept in float32 too and every row is scored (under a millisecond)
 CANDIDATES_PER_RESULT = 4
 CANDIDATE_SLACK = 64
 # The scan and the rescoring compute the same products (float16 rows, the question rounded to float16 too) summed in
@@ -59,13 +60,22 @@ class StaticRows:
         from .vectors import exact_best_rows
 
         wanted = CANDIDATES_PER_RESULT * k + CANDIDATE_SLACK
-        if len(self.keys) >= SCAN_MIN_ROWS and wanted < len(self.keys):
+        if len(self.keys) < SCAN_MIN_ROWS:
+            return np.arange(len(self.keys)), self._float32 @ query
+        if wanted < len(self.keys):
             rows = np.sort(exact_best_rows(self.matrix, query.astype(np.float16), wanted))
             scores = self.matrix[rows].astype(np.float32) @ query
             kth = float(np.partition(scores, len(scores) - k)[len(scores) - k]) if len(scores) > k else None
             if kth is not None and scores.min() < kth - SUMMATION_ERROR * max(1.0, abs(kth)):
                 return rows, scores
         return np.arange(len(self.keys)), self.scores(query)
+
+    @cached_property
+    def _float32(self) -> npt.NDArray[np.float32]:
+        """A small set's rows in float32, made once: every row scored by one matrix product (20 MB at most)."""
+        import numpy as np
+
+        return np.asarray(self.matrix, dtype=np.float32)
 
     def scores(self, query: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
         """Every row's inner product with `query`, in float32, a page of rows at a time."""
