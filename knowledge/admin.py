@@ -6,6 +6,7 @@ on the facade and the shared records alone (tests/test_layers.py)."""
 from __future__ import annotations
 
 import importlib.util
+import os
 import shutil
 import sys
 from collections.abc import Callable
@@ -18,7 +19,7 @@ from .child import knowledge_argv, start_detached
 from .config import MODEL_VARIANTS, Settings, load_settings, redact_url
 from .corpus import KINDS
 from .embedding import MODELS, model_spec
-from .errors import IndexNotFoundError, KnowledgeError
+from .errors import ConfigError, IndexNotFoundError, KnowledgeError
 from .fs import make_dirs, open_append, write_file
 from .git import commit_exists, repo_root
 from .interrupts import terminated_as_exit
@@ -79,6 +80,43 @@ def dependencies(root: Path) -> list[Dependency]:
     from .dependencies import resolve
 
     return resolve(root)
+
+
+def dependency_named(root: Path, name: str) -> Dependency:
+    """The declared dependency `name` (as PEP 503 compares names), installed; one clear error otherwise."""
+    from .dependencies import normalized
+
+    for dependency in dependencies(root):
+        if normalized(dependency.name) == normalized(name):
+            if dependency.installed is None:
+                raise ConfigError(f"{root}: {name} is declared but {dependency.problem}")
+            return dependency
+    raise ConfigError(f"{root}: {name} is not a declared dependency (see `knowledge deps list`)")
+
+
+def dependency_copy(root: Path, overrides: Overrides, dependency: Dependency) -> tuple[Path, bool]:
+    """The folder in the user cache holding `dependency`'s installed files at its version (one per ecosystem, name and
+    version, shared by every repository that uses it), and whether it was made now: made once, beside it, then
+    renamed in; never changed after."""
+    from .dependencies import normalized, package_files
+
+    base = settings_of(root, overrides).home / "deps"
+    folder = base / dependency.ecosystem / f"{normalized(dependency.name)}-{dependency.installed}"
+    if folder.is_dir():
+        return folder, False
+    building = folder.with_name(f".{folder.name}.{os.getpid()}.building")
+    make_dirs(base, building)
+    for inside, data in package_files(dependency):
+        make_dirs(base, (building / inside).parent)
+        write_file(base, building / inside, data)
+    try:
+        os.replace(building, folder)
+    except OSError:  # another process made it meanwhile: theirs is the same files
+        shutil.rmtree(building, ignore_errors=True)
+        if not folder.is_dir():
+            raise
+        return folder, False
+    return folder, True
 
 
 def settings_of(root: Path, overrides: Overrides) -> Settings:

@@ -41,6 +41,7 @@ class Dependency:
     location: str | None = None  # the installed package's folder
     locked: str | None = None  # the version the lockfile pins; None when none does
     refused: str | None = None  # why the installed copy was not read
+    about: str | None = None  # the installed distribution's METADATA (Python): its long description is its README
 
     @property
     def problem(self) -> str | None:
@@ -74,17 +75,8 @@ def _python(root: Path) -> list[Dependency]:
     for name, wanted, source in declared:
         key = normalized(name)
         found = installed.get(key)
-        out.append(
-            Dependency(
-                "python",
-                name,
-                wanted,
-                source,
-                found[0] if found else None,
-                found[1] if found else None,
-                locked.get(key),
-            )
-        )
+        version, folder, about = found if found else (None, None, None)
+        out.append(Dependency("python", name, wanted, source, version, folder, locked.get(key), about=about))
     return _unique(out)
 
 
@@ -124,15 +116,16 @@ def _site_packages(root: Path) -> list[Path]:
     return []
 
 
-def _distributions(root: Path) -> dict[str, tuple[str, str]]:
-    """normalized name -> (version, the folder of its code) of every distribution in the project's environment."""
-    out: dict[str, tuple[str, str]] = {}
+def _distributions(root: Path) -> dict[str, tuple[str, str, str]]:
+    """normalized name -> (version, the folder of its code, its METADATA) of every distribution in the project's
+    environment."""
+    out: dict[str, tuple[str, str, str]] = {}
     for site in _site_packages(root):
         for info in sorted(site.glob("*.dist-info")):
             headers = _headers(_text(info / "METADATA"))
             if "name" in headers and "version" in headers:
                 folder = site / _code_folder(_text(info / "RECORD"), headers["name"])
-                out.setdefault(normalized(headers["name"]), (headers["version"], str(folder)))
+                out.setdefault(normalized(headers["name"]), (headers["version"], str(folder), str(info / "METADATA")))
     return out
 
 
@@ -215,6 +208,42 @@ def _outside(folder: Path, root: Path) -> str | None:
     if target.is_relative_to(root.resolve()):
         return None
     return f"a link out of the repository ({target}); not read"
+
+
+# ---- an installed package's files ------------------------------------------------------------------------------
+MAX_PACKAGE_FILE_BYTES = 2 * 1024 * 1024
+SKIPPED_FOLDERS = frozenset({"__pycache__", "node_modules", ".git"})
+
+
+def package_files(dependency: Dependency) -> Iterator[tuple[str, bytes]]:
+    """(path inside the package, bytes) of an installed dependency's regular files, as a copy to index: its folder (or
+    its one module) under its own name, and for a Python distribution its long description as README.md. No link is
+    followed (a linked file or folder is left out), nothing over MAX_PACKAGE_FILE_BYTES, no compiled caches."""
+    if dependency.location is None or dependency.refused is not None:
+        return
+    top = Path(dependency.location)
+    if not top.is_dir() and top.with_suffix(".py").is_file():
+        top = top.with_suffix(".py")  # a distribution of one module (`six.py`)
+    if top.is_symlink():
+        return
+    if top.is_file():
+        yield from _file(top, top.name)
+    for folder, subfolders, names in os.walk(top) if top.is_dir() else ():
+        subfolders[:] = sorted(d for d in subfolders if d not in SKIPPED_FOLDERS and not Path(folder, d).is_symlink())
+        for name in sorted(names):
+            path = Path(folder, name)
+            yield from _file(path, f"{top.name}/{path.relative_to(top).as_posix()}")
+    description = _text(Path(dependency.about)).partition("\n\n")[2].strip() if dependency.about else ""
+    if description:
+        front = f"---\ndescription: {dependency.name} {dependency.installed}, as its distribution describes it.\n---\n"
+        yield "README.md", (front + description + "\n").encode("utf-8")
+
+
+def _file(path: Path, inside: str) -> Iterator[tuple[str, bytes]]:
+    if path.is_symlink() or not path.is_file() or path.suffix in {".pyc", ".so", ".dll", ".dylib"}:
+        return
+    if path.stat().st_size <= MAX_PACKAGE_FILE_BYTES and (data := read_unlinked(path)) is not None:
+        yield inside, data
 
 
 # ---- reading ----------------------------------------------------------------------------------------------------

@@ -56,11 +56,11 @@ def test_python_dependencies_are_found_with_their_version_and_a_lockfile_that_di
     assert found["tiny.util"].problem == "installed 2.0.0, the lockfile pins 1.9.0"
     assert found["missing-pkg"].problem == "not installed"
     assert not marker.exists()  # read by its METADATA: the package's code never ran
-    result = CliRunner().invoke(cli, ["-C", str(root), "deps"])
+    result = CliRunner().invoke(cli, ["-C", str(root), "deps", "list"])
     assert result.exit_code == 0, result.output
     assert "installed 2.0.0, the lockfile pins 1.9.0" in result.output
     assert result.output.strip().splitlines()[-1] == "3 dependencies, 2 with a problem"
-    data = json.loads(CliRunner().invoke(cli, ["-C", str(root), "deps", "--json"]).output)
+    data = json.loads(CliRunner().invoke(cli, ["-C", str(root), "deps", "list", "--json"]).output)
     assert {row["name"]: row["installed"] for row in data["dependencies"]}["tinyclick"] == "8.1.7"
     assert not marker.exists()
 
@@ -68,7 +68,7 @@ def test_python_dependencies_are_found_with_their_version_and_a_lockfile_that_di
 def test_a_broken_manifest_is_one_line_naming_it(python_repo):
     root, _ = python_repo
     (root / "pyproject.toml").write_text("[project\ndependencies = [")
-    result = CliRunner().invoke(cli, ["-C", str(root), "deps"])
+    result = CliRunner().invoke(cli, ["-C", str(root), "deps", "list"])
     assert result.exit_code != 0
     assert len(result.output.strip().splitlines()) == 1
     assert "pyproject.toml: not valid TOML" in result.output
@@ -103,3 +103,41 @@ def test_node_dependencies_come_from_node_modules_and_a_link_out_of_the_reposito
     assert found["linked"].installed is None
     assert found["linked"].problem.startswith("a link out of the repository")
     assert not (root / "ran").exists()
+
+
+def test_a_dependency_is_indexed_once_at_its_installed_version_and_asked(python_repo, tmp_path, monkeypatch):
+    """Issue 71: the installed code asked, not the latest release; one index per (ecosystem, name, version) in the
+    user cache, shared by every repository that uses it; nothing of the package run."""
+    from .conftest import HashingEmbedder
+
+    root, marker = python_repo
+    monkeypatch.setenv("KNOWLEDGE_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("KNOWLEDGE_FILL", "0")
+    obj = {"embedder_factory": lambda s: HashingEmbedder()}
+    package = root / ".venv" / "lib"
+    source = next(package.glob("python3*/site-packages/tinyclick/__init__.py"))
+    source.write_text(source.read_text() + "\n\ndef complete_shell_words(words):\n    return sorted(words)\n")
+    built = CliRunner().invoke(cli, ["-C", str(root), "deps", "index", "tinyclick"], obj=obj)
+    assert built.exit_code == 0, built.output
+    folder = tmp_path / "home" / "deps" / "python" / "tinyclick-8.1.7"
+    assert built.output.startswith("tinyclick==8.1.7: indexed ")
+    assert str(folder) in built.output
+    asked = CliRunner().invoke(
+        cli, ["-C", str(root), "deps", "search", "tinyclick", "complete shell words", "--json"], obj=obj
+    )
+    assert asked.exit_code == 0, asked.output
+    answer = json.loads(asked.output)
+    assert answer["source"] == "tinyclick==8.1.7"
+    assert answer["results"][0]["path"] == "tinyclick/__init__.py"
+    assert not marker.exists()  # read as text: the package's code never ran
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / ".venv").symlink_to(root / ".venv")  # another repository on the same environment
+    (other / "requirements.txt").write_text("tinyclick==8.1.7\n")
+    again = CliRunner().invoke(cli, ["-C", str(other), "deps", "index", "tinyclick"], obj=obj)
+    assert again.exit_code == 0, again.output
+    assert "already indexed" in again.output
+    assert "not rebuilt" in again.output
+    missing = CliRunner().invoke(cli, ["-C", str(root), "deps", "search", "missing-pkg", "x"], obj=obj)
+    assert missing.exit_code != 0
+    assert "missing-pkg is declared but not installed" in missing.output

@@ -55,7 +55,7 @@ COMMANDS = (
     docs.drift_command,
     docs.eval_command,
     settings.config_command,
-    deps.deps_command,
+    deps.deps_group,
     hooks.hooks_group,
     model.model_group,
     serve.serve_command,

@@ -1,27 +1,44 @@
-"""`knowledge deps`: the repository's declared dependencies, each resolved to what is installed where it runs."""
+"""`knowledge deps`: the repository's declared dependencies, each resolved to what is installed where it runs; a
+dependency's installed code and docs indexed once in the user cache, and asked."""
 
 from __future__ import annotations
 
 import json
 from dataclasses import asdict
+from typing import TYPE_CHECKING
 
 import click
 
 from .. import admin
-from .context import repository_root
+from ..render import search_to_text
+from .context import overrides, repository_root
+
+if TYPE_CHECKING:
+    from ..kb import KnowledgeBase
 
 
-@click.command("deps")
+@click.group("deps")
+def deps_group() -> None:
+    """The repository's dependencies at the versions installed: listed, indexed once in the user cache, asked.
+
+    \b
+    knowledge deps list
+    knowledge deps index click
+    knowledge deps search click "shell completion for a custom parameter type"
+    """
+
+
+@deps_group.command("list")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object: every dependency with what was found.")
 @click.pass_context
-def deps_command(ctx: click.Context, as_json: bool) -> None:
+def list_command(ctx: click.Context, as_json: bool) -> None:
     """List the dependencies the repository declares (pyproject.toml, requirements*.txt, package.json), the version
     installed where it runs (its .venv, node_modules) and what the lockfile pins; read from files on disk only,
     nothing downloaded, imported or run.
 
     \b
-    knowledge deps
-    knowledge deps --json
+    knowledge deps list
+    knowledge deps list --json
     """
     root = repository_root(ctx)
     found = admin.dependencies(root)
@@ -44,3 +61,60 @@ def deps_command(ctx: click.Context, as_json: bool) -> None:
         )
     problems = sum(1 for d in found if d.problem)
     click.echo(f"{len(found)} dependencies, {problems} with a problem")
+
+
+def _dependency_kb(ctx: click.Context, name: str, quiet: bool = True) -> tuple[str, KnowledgeBase]:
+    """The dependency's source (`click==8.1.7`) and its index in the user cache, built the first time any repository
+    asks for that version."""
+    from ..kb import KnowledgeBase
+
+    dependency = admin.dependency_named(repository_root(ctx), name)
+    source = f"{dependency.name}=={dependency.installed}"
+    folder, made = admin.dependency_copy(repository_root(ctx), overrides(ctx), dependency)
+    kb = KnowledgeBase.open(
+        folder, overrides=overrides(ctx), embedder_factory=ctx.find_root().obj.get("embedder_factory")
+    )
+    if made or not kb.engine.exists("code"):
+        report = kb.reindex_all()
+        if not quiet:
+            click.echo(f"{source}: indexed {report.chunks_total} chunks in {folder}")
+    elif not quiet:
+        click.echo(f"{source}: already indexed in {folder} (shared, not rebuilt)")
+    return source, kb
+
+
+@deps_group.command("index")
+@click.argument("name")
+@click.pass_context
+def index_command(ctx: click.Context, name: str) -> None:
+    """Index dependency NAME at the version installed, once, in the user cache (every repository using that version
+    shares it).
+
+    \b
+    knowledge deps index click
+    """
+    _dependency_kb(ctx, name, quiet=False)
+
+
+@deps_group.command("search")
+@click.argument("name")
+@click.argument("query")
+@click.option("-k", "k", type=click.IntRange(1, 100), default=None, help="Results at most.")
+@click.option("--json", "as_json", is_flag=True, help="The `search --json` schema, with the source named.")
+@click.pass_context
+def search_command(ctx: click.Context, name: str, query: str, k: int | None, as_json: bool) -> None:
+    """Ask dependency NAME, at the version installed, what `knowledge search` asks the repository (indexed first if
+    no repository has asked that version yet).
+
+    \b
+    knowledge deps search click "shell completion for a custom parameter type"
+    """
+    from ..render import search_to_dict
+
+    source, kb = _dependency_kb(ctx, name)
+    response = kb.search(query, **({"k": k} if k else {}))
+    if as_json:
+        click.echo(json.dumps({"source": source, **search_to_dict(response)}, indent=2))
+        return
+    click.echo(f"from {source}:\n")
+    click.echo(search_to_text(response))
