@@ -119,6 +119,24 @@ def dependency_copy(root: Path, overrides: Overrides, dependency: Dependency) ->
     return folder, True
 
 
+def dependency_kb(kb: KnowledgeBase, name: str) -> tuple[KnowledgeBase, str, int | None]:
+    """The knowledge base of dependency `name` of `kb`'s repository at the version installed, its source
+    (`click==8.5.1`) and, when it was indexed now, its chunks: built in the user cache the first time any repository
+    asks for that version, then shared; asked with the repository's model."""
+    from .kb import KnowledgeBase
+
+    dependency = dependency_named(kb.root, name)
+    folder, made = dependency_copy(kb.root, {"home": str(kb.settings.home)}, dependency)
+    model: dict[str, object] = {
+        "model": kb.settings.model,
+        "model_variant": kb.settings.model_variant,
+        "home": str(kb.settings.home),
+    }
+    asked = KnowledgeBase.open(folder, overrides=model, embedder_factory=kb.model.embedder_factory)
+    chunks = asked.reindex_all().chunks_total if made or not asked.engine.exists("code") else None
+    return asked, f"{dependency.name}=={dependency.installed}", chunks
+
+
 def settings_of(root: Path, overrides: Overrides) -> Settings:
     return load_settings(root, overrides)[0]
 

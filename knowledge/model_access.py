@@ -108,6 +108,11 @@ class ModelAccess:
         return "" if stage is None else getattr(stage, "fingerprint", "")
 
     @property
+    def embedder_factory(self) -> EmbedderFactory | None:
+        """The embedder a test injected (None: the configured model), for another knowledge base asked alike."""
+        return self._factory
+
+    @property
     def loaded(self) -> bool:
         """Whether the embedding session (or the injected embedder) is in memory."""
         return self._embedder is not None

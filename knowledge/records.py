@@ -150,6 +150,7 @@ class SearchResponse:
     dense_coverage: float = 1.0  # share of the searched chunks that have vectors; below 1 while embedding runs
     static_coverage: float = 0.0  # share that waits with the static first stage's vector instead
     over_budget: int = 0  # of `omitted`, those left out by the budget (the rest: beyond k)
+    source: str = ""  # the dependency that answered (`click==8.5.1`); "": the repository
 
 
 @dataclass(frozen=True, slots=True)

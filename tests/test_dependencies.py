@@ -138,6 +138,14 @@ def test_a_dependency_is_indexed_once_at_its_installed_version_and_asked(python_
     assert again.exit_code == 0, again.output
     assert "already indexed" in again.output
     assert "not rebuilt" in again.output
+    # the same from `knowledge search --dep` (what MCP and HTTP pass as `dep`): the answer names its source
+    words = ["-C", str(root), "search", "complete shell words", "--dep", "tinyclick"]
+    searched = CliRunner().invoke(cli, words, obj=obj)
+    assert searched.exit_code == 0, searched.output
+    assert searched.output.startswith("from tinyclick==8.1.7:\n")
+    assert "tinyclick/__init__.py" in searched.output
+    as_json = json.loads(CliRunner().invoke(cli, [*words, "--json"], obj=obj).output)
+    assert (as_json["source"], as_json["results"][0]["path"]) == ("tinyclick==8.1.7", "tinyclick/__init__.py")
     missing = CliRunner().invoke(cli, ["-C", str(root), "deps", "search", "missing-pkg", "x"], obj=obj)
     assert missing.exit_code != 0
     assert "missing-pkg is declared but not installed" in missing.output

@@ -110,6 +110,10 @@ class SearchRequest:
     language: tuple[str, ...] = _option(
         (), "Only code in these languages (repeatable; `python`, `go`).", flags=("--lang",), metavar="NAME"
     )
+    dep: str = _option(
+        "", "Ask this dependency at the version installed instead of the repository (`knowledge deps list`).",
+        flags=("--dep",), metavar="NAME",
+    )  # fmt: skip
 
     def __post_init__(self) -> None:
         _validate(self)

@@ -4,14 +4,14 @@ dependency's installed code and docs indexed once in the user cache, and asked."
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from typing import TYPE_CHECKING
 
 import click
 
 from .. import admin
 from ..render import search_to_text
-from .context import overrides, repository_root
+from .context import open_kb, repository_root
 
 if TYPE_CHECKING:
     from ..kb import KnowledgeBase
@@ -66,21 +66,12 @@ def list_command(ctx: click.Context, as_json: bool) -> None:
 def _dependency_kb(ctx: click.Context, name: str, quiet: bool = True) -> tuple[str, KnowledgeBase]:
     """The dependency's source (`click==8.1.7`) and its index in the user cache, built the first time any repository
     asks for that version."""
-    from ..kb import KnowledgeBase
-
-    dependency = admin.dependency_named(repository_root(ctx), name)
-    source = f"{dependency.name}=={dependency.installed}"
-    folder, made = admin.dependency_copy(repository_root(ctx), overrides(ctx), dependency)
-    kb = KnowledgeBase.open(
-        folder, overrides=overrides(ctx), embedder_factory=ctx.find_root().obj.get("embedder_factory")
-    )
-    if made or not kb.engine.exists("code"):
-        report = kb.reindex_all()
-        if not quiet:
-            click.echo(f"{source}: indexed {report.chunks_total} chunks in {folder}")
-    elif not quiet:
-        click.echo(f"{source}: already indexed in {folder} (shared, not rebuilt)")
-    return source, kb
+    asked, source, chunks = admin.dependency_kb(open_kb(ctx), name)
+    if not quiet:
+        folder = asked.root
+        made = f"indexed {chunks} chunks in {folder}" if chunks is not None else f"already indexed in {folder}"
+        click.echo(f"{source}: {made}" + ("" if chunks is not None else " (shared, not rebuilt)"))
+    return source, asked
 
 
 @deps_group.command("index")
@@ -112,9 +103,8 @@ def search_command(ctx: click.Context, name: str, query: str, k: int | None, as_
     from ..render import search_to_dict
 
     source, kb = _dependency_kb(ctx, name)
-    response = kb.search(query, **({"k": k} if k else {}))
+    response = replace(kb.search(query, **({"k": k} if k else {})), source=source)
     if as_json:
-        click.echo(json.dumps({"source": source, **search_to_dict(response)}, indent=2))
-        return
-    click.echo(f"from {source}:\n")
-    click.echo(search_to_text(response))
+        click.echo(json.dumps(search_to_dict(response), indent=2))
+    else:
+        click.echo(search_to_text(response), nl=False)

@@ -54,6 +54,7 @@ def search_to_dict(response: SearchResponse) -> JsonObject:
         "dense_coverage": response.dense_coverage,
         "static_coverage": response.static_coverage,
         **({"commit": shared} if shared else {}),
+        **({"source": response.source} if response.source else {}),
         "results": [hit_to_dict(replace(hit, commit=None) if shared else hit) for hit in response.results],
     }
 
@@ -102,9 +103,12 @@ def _why_left_out(response: SearchResponse) -> str:
 
 
 def search_to_text(response: SearchResponse) -> str:
+    source = f" in {response.source}" if response.source else ""
     if not response.results:
-        return f"No results at or above similarity {response.threshold:.2f} for: {shown(echoed(response.query))}\n"
-    out: list[str] = []
+        return (
+            f"No results{source} at or above similarity {response.threshold:.2f} for: {shown(echoed(response.query))}\n"
+        )
+    out: list[str] = [f"from {response.source}:\n"] if response.source else []
     for hit in response.results:
         out.extend(_hit_lines(hit))
     tail = f"{response.tokens_used}/{response.budget} tokens"

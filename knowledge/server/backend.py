@@ -6,8 +6,10 @@ LocalBackend answers from a warm KnowledgeBase; knowledge.client.RemoteBackend f
 from __future__ import annotations
 
 import threading
+from dataclasses import replace
 from typing import TYPE_CHECKING, Protocol
 
+from .. import admin
 from ..api.request import (
     DocsForFileRequest,
     DocsForRequest,
@@ -78,7 +80,7 @@ class LocalBackend:
 
     def search(self, params: JsonObject) -> JsonObject:
         """The JSON answer, held to its budget as printed (the widest JSON form: `search --json`'s)."""
-        response = self.kb.search(SearchRequest.from_params(params))
+        response = self._answer(SearchRequest.from_params(params))
         return search_to_dict(fit_printed(response, search_json, hit_json, self.kb.model.count_tokens))
 
     def search_text(self, params: JsonObject) -> JsonObject:
@@ -89,8 +91,15 @@ class LocalBackend:
         def printed(response: SearchResponse) -> str:
             return response_to_text(response, request.files_only, request.exact)
 
-        response = fit_printed(self.kb.search(request), printed, hit_text, self.kb.model.count_tokens)
+        response = fit_printed(self._answer(request), printed, hit_text, self.kb.model.count_tokens)
         return {"text": printed(response)}
+
+    def _answer(self, request: SearchRequest) -> SearchResponse:
+        """The repository's answer, or with `dep` the dependency's at the version installed, naming it."""
+        if not request.dep:
+            return self.kb.search(request)
+        asked, source, _ = admin.dependency_kb(self.kb, request.dep)
+        return replace(asked.search(replace(request, dep="")), source=source)
 
     def locate(self, params: JsonObject) -> JsonObject:
         """Where to change for an issue: the `locate --json` answer, held to its budget as printed."""
