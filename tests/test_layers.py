@@ -86,7 +86,7 @@ FRONTEND_REACH = {"knowledge.api", "knowledge.render", "knowledge.budget"}
 SIDEWAYS = {
     # facade: the knowledge base holds the model access; admin reads an index's variant through the knowledge base
     ("knowledge.kb", "knowledge.model_access"): "the facade's model half",
-    ("knowledge.admin", "knowledge.kb"): "its operations take the knowledge base they work on; a dependency's is opened",
+    ("knowledge.admin", "knowledge.kb"): "its operations take the knowledge base they work on; a dependency's it opens",
     ("knowledge.admin", "knowledge.model_access"): "the variant an existing index was built with, for `config`",
     # use cases work on one index of one kind: KindIndex is their common ground
     ("knowledge.indexer", "knowledge.kind"): "indexes a KindIndex",
