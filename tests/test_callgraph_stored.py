@@ -53,9 +53,22 @@ def answers(root):
         rows = sorted(
             (name, store.chunks([key])[key].id) for name, key in store.callers([n for c in chunks for n in c.calls])
         )
-        return found, rows
+        return found, rows, lexical_rows(root, store)
     finally:
         store.close()
+
+
+def lexical_rows(root, store):
+    """What FTS5 holds, term by term and chunk by chunk: a delete that gave it back other terms than it was given
+    leaves rows a rebuild does not have."""
+    import sqlite3
+
+    with sqlite3.connect(root / ".knowledge" / "code.sqlite") as db:
+        db.execute("CREATE VIRTUAL TABLE temp.held USING fts5vocab(main, fts, 'instance')")
+        held = db.execute("SELECT term, doc, count(*) FROM temp.held GROUP BY term, doc").fetchall()
+    ids = {key: chunk.id for key, chunk in store.chunks(sorted({doc for _, doc, _ in held})).items()}
+    assert len(ids) == len({doc for _, doc, _ in held}), "FTS5 holds a chunk the index does not"
+    return sorted((term, ids[doc], count) for term, doc, count in held)
 
 
 def test_the_stored_graph_after_every_kind_of_commit_is_the_graph_of_a_rebuild(git_repo):
@@ -113,18 +126,24 @@ def test_no_answer_of_search_or_locate_reads_every_chunk(git_repo, monkeypatch):
     assert "pkg/core.py" in result.output
 
 
-def test_an_index_from_before_the_calls_table_answers_and_is_filled_by_its_next_write(git_repo):
+@pytest.mark.parametrize("before", ["no calls table", "a row a call"])
+def test_an_index_from_before_the_calls_table_answers_and_is_filled_by_its_next_write(git_repo, before):
     import sqlite3
 
     commit(git_repo, PROJECT, "start")
     run(git_repo, "reindex-all", "--quiet")
     kept = answers(git_repo)
-    with sqlite3.connect(git_repo / ".knowledge" / "code.sqlite") as db:  # as 0d65f9d wrote it
-        db.execute("DROP TABLE calls")
+    with sqlite3.connect(git_repo / ".knowledge" / "code.sqlite") as db:  # as 0d65f9d, then a904587, wrote it
+        db.execute("DROP TABLE callers")
+        db.execute("DROP TABLE call_names")
         db.execute("DELETE FROM meta WHERE name = 'calls_kept'")
+        if before == "a row a call":
+            db.execute("CREATE TABLE calls (key INTEGER NOT NULL, name TEXT NOT NULL, PRIMARY KEY (key, name))")
+            db.execute("INSERT INTO calls SELECT DISTINCT c.key, j.value FROM chunks c, json_each(c.data, '$.calls') j")
+            db.execute("INSERT INTO meta VALUES ('calls_kept', '1')")
     kb = KnowledgeBase.open(git_repo, embedder_factory=lambda s: HashingEmbedder())
     code = kb.index("code")
-    assert not code.store.keeps_calls()
+    assert code.store.keeps_calls() == (before == "a row a call")
     engine = next(c for c in code.store.chunks_of_path("pkg/core.py") if c.symbol == "Engine")
     assert kept[0][engine.id] == (code.call_graph().calls(engine), code.call_graph().called_by(engine))
     commit(git_repo, {"pkg/extra.py": "def extra():\n    return 1\n"}, "a write")

@@ -6,8 +6,9 @@
   SQLite transaction, so a one-file commit writes work proportional to that file.
 - `<kind>.usearch`: the HNSW snapshot (see vectors.py), rebuilt only when the delta grows past a share of it.
 
-The files and schema are in `local_files`, the dense side (snapshot, delta, tombstones) in `local_vectors`, the
-lexical side (FTS5, the in-memory copy) in `local_lexical`; this module is the store those make together.
+The files and schema are in `local_files`, what is derived from each chunk (its terms, its calls) in `local_derived`,
+the dense side (snapshot, delta, tombstones) in `local_vectors`, the lexical side (FTS5, the in-memory copy) in
+`local_lexical`; this module is the store those make together.
 """
 
 from __future__ import annotations
@@ -39,19 +40,17 @@ from . import (
     recent_first,
     static_blocks,
 )
+from .local_derived import CALLS_KEPT, add_calls, add_lexical, callers_of, forget_path, mark_new, upgrade_derived
 from .local_files import (
-    CALLS_KEPT,
     CHUNK_COLUMNS,
     SCHEMA,
     Transaction,
     add_later_tables,
-    add_lexical,
-    callers_of,
+    chunk_by_id,
     chunk_from_row,
     chunk_row,
     connect,
-    forget_path,
-    packed_text,
+    packed_embed_text,
     pending_rows,
     read_meta,
     store_paths,
@@ -132,7 +131,7 @@ class LocalStore:
         with Transaction(db):
             db.execute("INSERT INTO meta VALUES ('manifest', ?)", (json.dumps(asdict(manifest)),))
             db.execute("INSERT INTO meta VALUES ('next_key', '0')")
-            db.execute("INSERT INTO meta VALUES (?, '1')", (CALLS_KEPT,))
+            mark_new(db)
         store = cls(root, kind, db, manifest)
         store._building = building
         return store
@@ -194,18 +193,19 @@ class LocalStore:
         out: dict[int, Chunk] = {}
         unique = list(dict.fromkeys(int(k) for k in keys))
         with self._lock:
+            commit = self._meta("commit") or None
             for start in range(0, len(unique), 500):
                 part = unique[start : start + 500]
                 rows = self._db.execute(
                     f"SELECT key, {CHUNK_COLUMNS} FROM chunks WHERE key IN ({','.join('?' * len(part))})", part
                 ).fetchall()
-                out.update((row[0], chunk_from_row(*row[1:])) for row in rows)
+                out.update((row[0], chunk_from_row(*row[1:], commit=commit)) for row in rows)
         return out
 
     def all_chunks(self) -> dict[int, Chunk]:
         with self._lock:
             rows = self._db.execute(f"SELECT key, {CHUNK_COLUMNS} FROM chunks ORDER BY key").fetchall()
-        return {row[0]: chunk_from_row(*row[1:]) for row in rows}
+        return {row[0]: chunk_from_row(*row[1:], commit=self.commit()) for row in rows}
 
     def version(self) -> str:
         """Changes whenever chunks are added or removed (not when vectors arrive)."""
@@ -214,20 +214,19 @@ class LocalStore:
 
     def chunk_by_id(self, chunk_id: str) -> Chunk | None:
         with self._lock:
-            row = self._db.execute(f"SELECT {CHUNK_COLUMNS} FROM chunks WHERE chunk_id = ?", (chunk_id,)).fetchone()
-        return chunk_from_row(*row) if row else None
+            return chunk_by_id(self._db, chunk_id, self.commit())
 
     def chunks_of_path(self, path: str) -> list[Chunk]:
         with self._lock:
             rows = self._db.execute(
                 f"SELECT {CHUNK_COLUMNS} FROM chunks WHERE path = ? ORDER BY key", (path,)
             ).fetchall()
-        return [chunk_from_row(*row) for row in rows]
+        return [chunk_from_row(*row, commit=self.commit()) for row in rows]
 
     def keeps_calls(self) -> bool:
         """Whether `callers` answers for every chunk (an index from before the calls table: after its next write)."""
         with self._lock:
-            return self._meta(CALLS_KEPT) == "1"
+            return self._meta(CALLS_KEPT) is not None
 
     def callers(self, calls: Sequence[str]) -> list[tuple[str, int]]:
         with self._lock:
@@ -309,7 +308,8 @@ class LocalStore:
         import numpy as np
 
         with self._lock, Transaction(self._db) as db:
-            upgrade_tables(db)  # an index from before the calls table or the static blocks
+            upgrade_tables(db)  # an index from before the static blocks
+            upgrade_derived(db)  # ... or the current forms of its terms and calls
             next_key = int(self._meta("next_key") or 0)
             removed = [forget_path(db, path) for path in change.remove_paths]  # every path, not the first only
             removed_delta = any(removed)
@@ -328,7 +328,7 @@ class LocalStore:
                     (
                         key,
                         *chunk_row(chunk),
-                        None if embedded else packed_text(chunk.embed_text),
+                        None if embedded else packed_embed_text(chunk.embed_text, chunk.content),
                         len(chunk.embed_text),
                         int(embedded),
                     ),
@@ -342,7 +342,7 @@ class LocalStore:
                     )
                 if item.static is not None:
                     static[key] = np.asarray(item.static, dtype=np.float32)
-            db.executemany("INSERT INTO calls (key, name) VALUES (?, ?)", calls)
+            add_calls(db, calls)
             add_lexical(db, bodies)
             if static:
                 static_blocks.append(db, list(static), np.stack(list(static.values())))

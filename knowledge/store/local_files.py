@@ -28,7 +28,6 @@ CREATE TABLE IF NOT EXISTS chunks (
     embed_text TEXT, chars INTEGER NOT NULL DEFAULT 0, embedded INTEGER NOT NULL DEFAULT 0,
     in_snapshot INTEGER NOT NULL DEFAULT 0, content BLOB);
 CREATE INDEX IF NOT EXISTS chunks_by_path ON chunks(path);
-CREATE INDEX IF NOT EXISTS chunks_by_id ON chunks(chunk_id);
 CREATE INDEX IF NOT EXISTS chunks_pending ON chunks(key) WHERE embedded = 0;
 CREATE INDEX IF NOT EXISTS chunks_by_symbol ON chunks({symbol});
 CREATE TABLE IF NOT EXISTS files (path TEXT PRIMARY KEY, hash TEXT NOT NULL, mtime_ns INTEGER, size INTEGER);
@@ -38,9 +37,9 @@ CREATE TABLE IF NOT EXISTS delta (seq INTEGER PRIMARY KEY AUTOINCREMENT, key INT
 CREATE TABLE IF NOT EXISTS tombstones (key INTEGER PRIMARY KEY);
 CREATE TABLE IF NOT EXISTS static (key INTEGER PRIMARY KEY, vector BLOB NOT NULL);
 CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(body, content='', tokenize="{tokenizer}");
-CREATE TABLE IF NOT EXISTS lexical (key INTEGER PRIMARY KEY, body BLOB NOT NULL);
-CREATE TABLE IF NOT EXISTS calls (key INTEGER NOT NULL, name TEXT NOT NULL, PRIMARY KEY (key, name)) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS calls_by_name ON calls(name);
+CREATE TABLE IF NOT EXISTS call_names (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE);
+CREATE TABLE IF NOT EXISTS callers (name_id INTEGER NOT NULL, key INTEGER NOT NULL, PRIMARY KEY (name_id, key))
+    WITHOUT ROWID;
 """.replace("{symbol}", SYMBOL_KEY).replace("{tokenizer}", FTS_TOKENIZER)
     + ";\n".join(static_blocks.SCHEMA)
 )
@@ -55,34 +54,52 @@ FILL_ORDER = (  # policy.FILL_ORDER in SQLite (`quiet` is policy's rule, registe
 )
 
 
-# Who calls what, one row a call a chunk makes (as recorded: `f`, `.f`, `path::Qual`), kept by every write: the call
-# graph reads the callers of a name by key instead of every chunk (`calls_kept` in meta: an index from before it
-# has the table filled by its next write)
-CALLS_KEPT = "calls_kept"
-FILL_CALLS = (
-    "INSERT INTO calls (key, name) SELECT DISTINCT c.key, j.value FROM chunks c, json_each(c.data, '$.calls') j"
-)
-
-
-# A chunk's row: its id, path and content hash in their columns, its text zlib-compressed in `content`, the rest a JSON
-# document of the fields that differ from their defaults; an index from before it keeps every field in the JSON
-# (`content` NULL), and both are read alike.
+# A chunk's row: its id (less its path, which it begins with), path and content hash (32 bytes) in their columns, its
+# text zlib-compressed in `content`, the rest a JSON document of the fields that differ from their defaults, less its
+# commit (a chunk is read as of the commit its index reflects, so a carried-forward index answers as a fresh one) and
+# an empty description. An index from before it keeps every field in the JSON (`content` NULL), whole ids and hex
+# hashes, and both are read alike.
 CHUNK_COLUMNS = "chunk_id, path, content_hash, data, content"
-_IN_COLUMNS = frozenset({"id", "path", "content_hash", "content"})
+_IN_COLUMNS = frozenset({"id", "path", "content_hash", "content", "commit"})
 
 
-def chunk_row(chunk: Chunk) -> tuple[str, str, str, str, bytes]:
+def chunk_row(chunk: Chunk) -> tuple[str, str, bytes | str, str, bytes]:
     """The values of CHUNK_COLUMNS for `chunk`."""
-    data = chunk_to_compact_json(chunk, _IN_COLUMNS)
-    return chunk.id, chunk.path, chunk.content_hash, data, zlib.compress(chunk.content.encode("utf-8"), 6)
+    data = chunk_to_compact_json(chunk, _IN_COLUMNS | ({"description"} if not chunk.description else set()))
+    stored_id = chunk.id[len(chunk.path) :] if chunk.id.startswith(f"{chunk.path}#") else chunk.id
+    content = zlib.compress(chunk.content.encode("utf-8"), 6)
+    return stored_id, chunk.path, packed_digest(chunk.content_hash), data, content
 
 
-def chunk_from_row(chunk_id: str, path: str, content_hash: str, data: str, content: bytes | None) -> Chunk:
-    fields = json.loads(data)
-    fields.update(id=chunk_id, path=path, content_hash=content_hash)
+def chunk_from_row(
+    chunk_id: str, path: str, content_hash: bytes | str, data: str, content: bytes | None, *, commit: str | None = None
+) -> Chunk:
+    """`commit`: the one the index reflects, which a row of an index from before holds itself."""
+    fields = {"description": "", "commit": commit, **json.loads(data)}
+    fields.update(id=path + chunk_id if chunk_id.startswith("#") else chunk_id, path=path)
+    fields["content_hash"] = unpacked_digest(content_hash)
     if content is not None:
         fields["content"] = unpacked_text(content)
     return chunk_from_dict(fields)
+
+
+def packed_digest(digest: str) -> bytes | str:
+    return bytes.fromhex(digest) if len(digest) == 64 else digest
+
+
+def unpacked_digest(stored: bytes | str) -> str:
+    return stored.hex() if isinstance(stored, bytes) else stored
+
+
+def chunk_by_id(db: sqlite3.Connection, chunk_id: str, commit: str | None) -> Chunk | None:
+    """Found by its path, which its id begins with (a path may hold `#` itself)."""
+    paths = [chunk_id[:at] for at, char in enumerate(chunk_id) if char == "#"]
+    rows = db.execute(
+        f"SELECT {CHUNK_COLUMNS} FROM chunks WHERE path IN ({','.join('?' * len(paths))}) "
+        "AND chunk_id IN (?, substr(?, length(path) + 1))",
+        (*paths, chunk_id, chunk_id),
+    ).fetchall()
+    return next((chunk for row in rows if (chunk := chunk_from_row(*row, commit=commit)).id == chunk_id), None)
 
 
 def store_paths(root: Path, kind: str) -> tuple[Path, Path, Path]:
@@ -138,34 +155,31 @@ def index_files_problem(folder: Path, kind: str) -> str | None:
 
 
 def add_later_tables(db: sqlite3.Connection) -> None:
-    """What an index from before them lacks: the symbol index, the chunks' packed text, the static rows, the calls
-    table."""
+    """What an index from before them lacks: the symbol index, the chunks' packed text, the static rows, the tables
+    of calls (filled by its next write: `local_derived.upgrade_derived`)."""
     db.execute(f"CREATE INDEX IF NOT EXISTS chunks_by_symbol ON chunks({SYMBOL_KEY})")
     if "content" not in {row[1] for row in db.execute("PRAGMA table_info(chunks)")}:
         db.execute("ALTER TABLE chunks ADD COLUMN content BLOB")
     db.execute("CREATE TABLE IF NOT EXISTS static (key INTEGER PRIMARY KEY, vector BLOB NOT NULL)")
+    db.execute("CREATE TABLE IF NOT EXISTS call_names (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE)")
     db.execute(
-        "CREATE TABLE IF NOT EXISTS calls (key INTEGER NOT NULL, name TEXT NOT NULL, PRIMARY KEY (key, name)) "
-        "WITHOUT ROWID"
+        "CREATE TABLE IF NOT EXISTS callers (name_id INTEGER NOT NULL, key INTEGER NOT NULL, "
+        "PRIMARY KEY (name_id, key)) WITHOUT ROWID"
     )
-    db.execute("CREATE INDEX IF NOT EXISTS calls_by_name ON calls(name)")
     for statement in static_blocks.SCHEMA:
         db.execute(statement)
 
 
 def upgrade_tables(db: sqlite3.Connection) -> None:
-    """An index from before the calls table gets it filled from its chunks, and one from before the static blocks
-    gets its rows moved into them, once, in a write (the caller's transaction)."""
+    """An index from before the static blocks gets its rows moved into them, and its index of chunk ids (a chunk is
+    found by its path, which its id begins with) dropped, once, in a write (the caller's transaction)."""
     static_blocks.move_rows_once(db)
-    if read_meta(db, CALLS_KEPT) != "1":
-        db.execute("DELETE FROM calls")
-        db.execute(FILL_CALLS)
-        db.execute("INSERT OR REPLACE INTO meta VALUES (?, '1')", (CALLS_KEPT,))
+    db.execute("DROP INDEX IF EXISTS chunks_by_id")
 
 
 def packed_text(text: str) -> bytes:
-    """A chunk's embedding input as it waits for its vector: zlib-compressed (a third of its size, read once by the
-    fill); an index from before it holds the plain text, which `unpacked_text` passes through."""
+    """Text kept compressed (zlib); an index from before it holds the plain text, which `unpacked_text` passes
+    through."""
     return zlib.compress(text.encode("utf-8"), 1)
 
 
@@ -175,6 +189,26 @@ def unpacked_text(stored: str | bytes | None) -> str:
     return stored or ""
 
 
+# A chunk's embedding input as it waits for its vector. It is a header and then the chunk's text or its first lines,
+# so it is kept as the header and how many characters of the text follow it (`\0<count>\0<header>`); one that is not
+# is kept whole, compressed.
+def packed_embed_text(embed_text: str, content: str) -> str | bytes:
+    probe = content[:64]
+    at = embed_text.find(probe) if probe else -1
+    while at >= 0:
+        if content.startswith(embed_text[at:]):
+            return f"\0{len(embed_text) - at}\0{embed_text[:at]}"
+        at = embed_text.find(probe, at + 1)
+    return packed_text(embed_text)
+
+
+def unpacked_embed_text(stored: str | bytes | None, content: str | bytes | None) -> str:
+    if isinstance(stored, str) and stored.startswith("\0"):
+        count, header = stored[1:].split("\0", 1)
+        return header + unpacked_text(content)[: int(count)]
+    return unpacked_text(stored)
+
+
 def pending_rows(
     db: sqlite3.Connection, first: Sequence[str], limit: int, skip: Sequence[str] = ()
 ) -> tuple[list[tuple[int, str, str, str]], list[tuple[int, str, str, str]]]:
@@ -182,7 +216,7 @@ def pending_rows(
     the files in `first`, then up to `limit` in all of the others, each in fill order."""
     paths, skipped = json.dumps(list(first)), json.dumps(list(skip))
     select = (
-        "SELECT key, content_hash, embed_text, path FROM chunks WHERE embedded = 0 "
+        "SELECT key, content_hash, embed_text, path, content FROM chunks WHERE embedded = 0 "
         "AND path NOT IN (SELECT value FROM json_each(?))"
     )
     recent = db.execute(
@@ -195,73 +229,11 @@ def pending_rows(
     return _unpacked(recent), _unpacked(rest)
 
 
-def _unpacked(rows: list[tuple[int, str, str | bytes | None, str]]) -> list[tuple[int, str, str, str]]:
-    return [(key, digest, unpacked_text(text), path) for key, digest, text, path in rows]
-
-
-# The lexical index keeps no copy of what it indexed (FTS5 contentless): each chunk's terms are kept once, compressed,
-# in `lexical`, which FTS5's own delete is given back (an index from before it has FTS5 keep them, uncompressed).
-def contentless(db: sqlite3.Connection) -> bool:
-    row = db.execute("SELECT sql FROM sqlite_master WHERE name = 'fts'").fetchone()
-    return row is not None and "content=''" in row[0]
-
-
-def add_lexical(db: sqlite3.Connection, rows: Sequence[tuple[int, str]]) -> None:
-    db.executemany("INSERT INTO fts (rowid, body) VALUES (?, ?)", rows)
-    if contentless(db):
-        db.executemany("INSERT INTO lexical (key, body) VALUES (?, ?)", [(k, packed_text(body)) for k, body in rows])
-
-
-def lexical_bodies(
-    db: sqlite3.Connection, keys: Sequence[int] | None = None, after: int = -1
-) -> Iterator[tuple[int, str]]:
-    """(key, indexed terms) of `keys`, or of every chunk above `after` in key order."""
-    table, key = ("lexical", "key") if contentless(db) else ("fts", "rowid")
-    if keys is None:
-        cursor = db.execute(f"SELECT {key}, body FROM {table} WHERE {key} > ? ORDER BY {key}", (after,))
-    else:
-        cursor = db.execute(f"SELECT {key}, body FROM {table} WHERE {key} IN ({','.join('?' * len(keys))})", list(keys))
-    return ((int(found), unpacked_text(body)) for found, body in cursor)
-
-
-def _forget_lexical(db: sqlite3.Connection, keys: Sequence[int]) -> None:
-    if not contentless(db):
-        db.executemany("DELETE FROM fts WHERE rowid = ?", [(key,) for key in keys])
-        return
-    for start in range(0, len(keys), 500):
-        gone = list(lexical_bodies(db, keys[start : start + 500]))
-        db.executemany("INSERT INTO fts (fts, rowid, body) VALUES ('delete', ?, ?)", gone)
-    db.executemany("DELETE FROM lexical WHERE key = ?", [(key,) for key in keys])
-
-
-def forget_path(db: sqlite3.Connection, path: str) -> bool:
-    """Everything of one file out of the index (the caller's transaction); whether a vector left the delta or the
-    snapshot (the dense side then reads its delta afresh)."""
-    rows = db.execute("SELECT key, in_snapshot FROM chunks WHERE path = ?", (path,)).fetchall()
-    removed_vector = False
-    if rows:
-        keys = [(key,) for key, _ in rows]
-        db.executemany("INSERT OR IGNORE INTO tombstones (key) VALUES (?)", [(k,) for k, s in rows if s])
-        deleted = db.executemany("DELETE FROM delta WHERE key = ?", keys).rowcount
-        removed_vector = deleted > 0 or any(s for _, s in rows)
-        for table, column in (("static", "key"), ("calls", "key"), ("chunks", "key")):
-            db.executemany(f"DELETE FROM {table} WHERE {column} = ?", keys)
-        _forget_lexical(db, [key for key, _ in rows])
-        static_blocks.remove(db, [key for key, _ in rows])
-    db.execute("DELETE FROM files WHERE path = ?", (path,))
-    db.execute("DELETE FROM problems WHERE path = ?", (path,))
-    return removed_vector
-
-
-def callers_of(db: sqlite3.Connection, calls: Sequence[str]) -> list[tuple[str, int]]:
-    """(call, key) of the chunks making one of `calls`, by key."""
-    unique = list(dict.fromkeys(calls))
-    found: list[tuple[str, int]] = []
-    for start in range(0, len(unique), 500):
-        part = unique[start : start + 500]
-        rows = db.execute(f"SELECT name, key FROM calls WHERE name IN ({','.join('?' * len(part))})", part)
-        found += [(str(name), int(key)) for name, key in rows]
-    return sorted(found, key=lambda row: row[1])
+def _unpacked(rows: list[tuple[int, str, str | bytes | None, str, bytes | None]]) -> list[tuple[int, str, str, str]]:
+    return [
+        (key, unpacked_digest(digest), unpacked_embed_text(text, content), path)
+        for key, digest, text, path, content in rows
+    ]
 
 
 def chunk_texts(database: Path) -> Iterator[tuple[str, str]]:

@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING
 
 from ..errors import IndexCorruptError
 from . import ScoredKey
-from .local_files import FTS_TOKENIZER, SYMBOL_KEY, lexical_bodies, read_meta
+from .local_derived import lexical_bodies
+from .local_files import FTS_TOKENIZER, SYMBOL_KEY, read_meta
 
 if TYPE_CHECKING:
     from .memory_lexicon import MemoryLexicon

@@ -20,7 +20,7 @@ import numpy as np
 import numpy.typing as npt
 
 from . import policy
-from .local_files import lexical_bodies
+from .local_derived import lexical_bodies
 
 K1, B = policy.BM25_K1, policy.BM25_B
 REBUILD_SHARE = 0.2  # rows added or removed since the build, past which it is rebuilt rather than patched
