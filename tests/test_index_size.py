@@ -127,7 +127,7 @@ def test_an_index_from_before_answers_and_its_next_write_moves_it_over(git_repo,
         assert found is not None
         db.executemany(
             "INSERT INTO static (key, vector) VALUES (?, ?)",
-            [(int(k), row.astype(np.float32).tobytes()) for k, row in zip(*found, strict=True)],
+            [(int(k), (codes * scale).astype(np.float32).tobytes()) for k, codes, scale in zip(*found, strict=True)],
         )
         db.execute("DELETE FROM static_blocks")
         db.executemany("UPDATE chunks SET embed_text = ? WHERE key = ?", [(t, k) for k, t in waiting])

@@ -386,44 +386,42 @@ def test_with_fill_off_the_index_stays_at_the_first_stage_and_answers(git_repo):
     assert status_from_dict(status_to_dict(status)) == status
 
 
-def test_the_static_search_keeps_the_best_k_in_order_with_ties_in_key_order(monkeypatch):
+@pytest.mark.parametrize("small_rows", [1000, 10**9])  # every row scored a page at a time, or by one product
+def test_the_static_search_keeps_the_best_k_in_order_with_ties_in_key_order(monkeypatch, small_rows):
     from knowledge.store import static_scan
 
-    monkeypatch.setattr(static_scan, "SCAN_MIN_ROWS", 1000)  # the float16 scan's candidates from 1000 rows on
+    monkeypatch.setattr(static_scan, "SMALL_ROWS", small_rows)
     rng = np.random.default_rng(0)
     for rows, k in ((3000, 100), (50, 100), (1000, 1000), (500, 1), (20_000, 7), (40_000, 300)):
-        matrix = np.round(rng.random((rows, 8)), 1).astype(np.float16)  # coarse values: many ties
-        vector = np.round(rng.random(8), 1).astype(np.float32)
-        scores = matrix.astype(np.float32) @ vector.astype(np.float16).astype(np.float32)
+        codes = rng.integers(-3, 4, size=(rows, 8)).astype(np.int8)  # coarse values: many ties
+        vector = rng.integers(0, 3, size=8).astype(np.float32)
+        scores = codes.astype(np.float32) @ vector
         expected = [100 + int(row) for row in np.argsort(-scores, kind="stable")[:k]]
         keys = np.arange(100, 100 + rows, dtype=np.int64)
-        assert [hit.key for hit in static_scan.StaticRows(keys, matrix).nearest(vector, k)] == expected
+        found = static_scan.StaticRows(keys, codes, np.ones(rows, np.float32)).nearest(vector, k)
+        assert [hit.key for hit in found] == expected
 
 
-def test_a_big_index_takes_the_float16_scans_candidates_and_still_gives_the_exact_answer(monkeypatch):
-    """From SCAN_MIN_ROWS rows the exact SIMD scan narrows the rows; the answer is the one every row scored gives,
-    and when the candidates cannot prove it (more ties than candidates) every row is scored."""
-    from knowledge.store import static_scan
+def test_int8_rows_score_within_their_rounding_of_the_float32_rows():
+    """A row is its own scale times whole numbers up to 127: each number is off by half a scale step at most, so a
+    score is off by at most half a step times the question's absolute sum; unit rows still find themselves first."""
+    from knowledge.store import static_blocks, static_scan
 
-    monkeypatch.setattr(static_scan, "SCAN_MIN_ROWS", 1000)
     rng = np.random.default_rng(3)
     count, dims = 30_011, 64
     rows = rng.normal(size=(count, 12)) @ rng.normal(size=(12, dims)) + 0.3 * rng.normal(size=(count, dims))
-    rows = (rows / np.linalg.norm(rows, axis=1, keepdims=True)).astype(np.float16)
+    rows = (rows / np.linalg.norm(rows, axis=1, keepdims=True)).astype(np.float32)
     keys = np.arange(count, dtype=np.int64) * 2 + 5
-    static = static_scan.StaticRows(keys, rows)
-    scanned = []
-    real_scan = static_scan.StaticRows.scores
-    monkeypatch.setattr(static_scan.StaticRows, "scores", lambda self, q: scanned.append(1) or real_scan(self, q))
+    stored = static_blocks.quantized(keys, rows)
+    assert stored.codes.dtype == np.int8
+    assert int(np.abs(stored.codes).max()) == 127
+    static = static_scan.StaticRows(*stored)
     for row in rng.choice(count, 40, replace=False):
-        vector = rows[row].astype(np.float32) + 0.2 * rng.normal(size=dims).astype(np.float32)
-        every = rows.astype(np.float32) @ vector.astype(np.float16).astype(np.float32)
-        wanted = [int(keys[i]) for i in np.lexsort((np.arange(count), -every))[:50]]
-        assert [hit.key for hit in static.nearest(vector, 50)] == wanted
-    assert not scanned  # the candidates proved every answer
-    twins = static_scan.StaticRows(keys, np.tile(rows[:1], (count, 1)))  # every row ties
-    assert [hit.key for hit in twins.nearest(rows[0].astype(np.float32), 5)] == [int(key) for key in keys[:5]]
-    assert scanned
+        vector = rows[row] + 0.05 * rng.normal(size=dims).astype(np.float32)
+        exact = rows @ vector
+        bound = stored.scales / 2 * np.abs(vector).sum() + 1e-5
+        assert np.all(np.abs(static.scores(vector) - exact) <= bound)
+        assert static.nearest(rows[row], 1)[0].key == keys[row]
 
 
 def test_the_static_blocks_keep_rows_in_key_order_through_appends_removals_and_an_older_index(tmp_path):
@@ -447,14 +445,14 @@ def test_the_static_blocks_keep_rows_in_key_order_through_appends_removals_and_a
         "INSERT INTO static VALUES (?, ?)", [(key, row.tobytes()) for key, row in zip(keys, rows, strict=True)]
     )
     search = LocalStatic()
-    assert np.array_equal(search.current(db).matrix, rows.astype(np.float16))
+    assert np.array_equal(search.current(db).codes, static_blocks.quantized(np.array(keys), rows).codes)
     static_blocks.move_rows_once(db)
     assert db.execute("SELECT count(*) FROM static").fetchone()[0] == 0
     assert db.execute("SELECT count(*), sum(rows) FROM static_blocks").fetchone() == (3, len(rows))
     assert search.counts(db) == (len(rows), len(rows))
     best = search.current(db).nearest(rows[static_blocks.BLOCK_ROWS + 1], 1)[0]
     assert best.key == keys[static_blocks.BLOCK_ROWS + 1]
-    assert abs(best.score - 1.0) < 2e-3
+    assert abs(best.score - 1.0) < 0.5 / 127 * 2  # half a step of the largest scale times the sum of a unit row of 4
     # another process appends: the short last block takes the new row, and the next search reads it
     writer = sqlite3.connect(tmp_path / "static.sqlite", isolation_level=None)
     writer.execute("INSERT INTO chunks VALUES (10000, 1)")
@@ -469,7 +467,20 @@ def test_the_static_blocks_keep_rows_in_key_order_through_appends_removals_and_a
     search.invalidate()  # our own write (data_version moves for other connections' commits)
     current = search.current(db)
     assert list(current.keys) == [*keys[static_blocks.BLOCK_ROWS : -2], 10000]
-    assert np.array_equal(current.matrix[:-1], rows[static_blocks.BLOCK_ROWS : -2].astype(np.float16))
+    kept = static_blocks.quantized(np.array(keys[static_blocks.BLOCK_ROWS : -2]), rows[static_blocks.BLOCK_ROWS : -2])
+    assert np.array_equal(current.codes[:-1], kept.codes)
+    assert np.array_equal(current.scales[:-1], kept.scales)
+    # blocks written as float16 (a904587) are read as they are and rewritten as int8 by a write
+    old = db.execute("SELECT block, keys, vectors FROM static_blocks WHERE form = 8").fetchall()
+    for block, key_blob, vectors in old:
+        block_rows = static_blocks._decode(key_blob, vectors, static_blocks.INT8)
+        float16 = (block_rows.codes * block_rows.scales[:, None]).astype(np.float16).tobytes()
+        db.execute("UPDATE static_blocks SET vectors = ?, form = 16 WHERE block = ?", (float16, block))
+    search.invalidate()
+    assert list(search.current(db).keys) == list(current.keys)
+    static_blocks.move_rows_once(db)
+    assert db.execute("SELECT DISTINCT form FROM static_blocks").fetchall() == [(8,)]
+    assert search.current(db).nearest(rows[-3], 1)[0].key == keys[-3]
     assert search.counts(db) == (len(current.keys), len(current.keys) - 1)
     db.execute("INSERT INTO chunks VALUES (20000, 0)")  # a chunk without a static row: counted exactly
     assert search.counts(db) == (len(current.keys), len(current.keys) - 1)

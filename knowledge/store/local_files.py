@@ -168,6 +168,7 @@ def add_later_tables(db: sqlite3.Connection) -> None:
     )
     for statement in static_blocks.SCHEMA:
         db.execute(statement)
+    static_blocks.add_form_column(db)
 
 
 def upgrade_tables(db: sqlite3.Connection) -> None:
