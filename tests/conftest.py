@@ -153,11 +153,13 @@ def postgres_url(postgres_server, request):
 
 
 def index_bytes(root):
-    """Every byte under `.knowledge/`, and every compressed value in its databases unpacked (a chunk's text, its
-    terms, its embedding input are kept zlib-compressed)."""
+    """Every byte under `.knowledge/`, and every compressed value in its databases unpacked (a chunk's fields and
+    text, a waiting embedding input are kept zlib-compressed)."""
     import contextlib
     import sqlite3
     import zlib
+
+    from knowledge.store.local_files import PACKED_ROW, row_fields
 
     folder = root / ".knowledge"
     found = [p.read_bytes() for p in folder.rglob("*") if p.is_file()]
@@ -170,6 +172,8 @@ def index_bytes(root):
                     if isinstance(value, bytes):
                         with contextlib.suppress(zlib.error):
                             found.append(zlib.decompress(value))
+                        if value[:1] == PACKED_ROW:
+                            found.append(row_fields("", value)[1].encode())
         db.close()
     return b"".join(found)
 

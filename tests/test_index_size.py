@@ -4,6 +4,7 @@ waiting chunk's embedding input is kept as its header and how much of its text f
 a chunk id without the path it begins with; after any sequence of commits they answer as a rebuild's do, and an index
 written before them keeps answering and is moved over by its next write."""
 
+import hashlib
 import sqlite3
 import zlib
 from dataclasses import replace
@@ -13,9 +14,9 @@ import pytest
 
 from knowledge.kb import KnowledgeBase
 from knowledge.lexical import terms
-from knowledge.store import chunk_to_json, static_blocks
+from knowledge.store import chunk_to_compact_json, chunk_to_json, static_blocks
 from knowledge.store.local import LocalStore
-from knowledge.store.local_files import chunk_from_row
+from knowledge.store.local_files import SYMBOL_KEY, chunk_from_row
 
 from .conftest import HashingEmbedder, commit, git
 from .test_callgraph_stored import PROJECT, lexical_rows
@@ -85,9 +86,16 @@ def test_the_lexical_index_and_static_rows_after_every_kind_of_commit_answer_as_
     assert rows == db.execute("SELECT count(*) FROM chunks").fetchone()[0]
     waiting = db.execute("SELECT embed_text, path FROM chunks WHERE embedded = 0").fetchall()
     assert waiting
-    # the header and a count: a code chunk's input is its header and its first lines, and the header names its path
-    assert all(text.startswith("\0") and path in text and len(text) < 200 for text, path in waiting)
+    # the header less its path, and a count: a code chunk's input is its header (its path first) and its first lines
+    assert all(
+        text.startswith("\0") and "\1" in text and path not in text and len(text) < 200 for text, path in waiting
+    )
     assert all(chunk_id.startswith("#") for (chunk_id,) in db.execute("SELECT chunk_id FROM chunks"))
+    store = LocalStore.open(git_repo, "code")
+    made_again = store.pending(10_000)
+    store.close()
+    assert len(made_again) == len(waiting)  # each input made again from its reference is the one its hash names
+    assert all(hashlib.sha256(p.embed_text.encode()).hexdigest() == p.content_hash for p in made_again)
 
 
 @pytest.mark.parametrize("before", ["0d65f9d", "a904587"])
@@ -99,7 +107,8 @@ def test_an_index_from_before_answers_and_its_next_write_moves_it_over(git_repo,
     reindex(git_repo, everything=True)
     path = git_repo / ".knowledge" / "code.sqlite"
     store = LocalStore.open(git_repo, "code")
-    bodies = sorted(store.lexical_terms(list(store.all_chunks())).items())
+    chunks = store.all_chunks()
+    bodies = sorted(store.lexical_terms(list(chunks)).items())
     waiting = [(key, p.embed_text) for p in store.pending(10_000) for key in [p.key]]
     store.close()
     before_answers = answers(git_repo)
@@ -107,6 +116,24 @@ def test_an_index_from_before_answers_and_its_next_write_moves_it_over(git_repo,
     db.execute("BEGIN")
     db.execute("UPDATE chunks SET chunk_id = path || chunk_id")
     db.execute("CREATE INDEX chunks_by_id ON chunks(chunk_id)")
+    # a row's fields as JSON in `data` (every one but the text, which is zlib-compressed in `content`), hex hashes,
+    # the names chunks define found through an index of the JSON
+    db.executemany(
+        "UPDATE chunks SET data = ?, content = ?, content_hash = ? WHERE key = ?",
+        [
+            (
+                chunk_to_compact_json(chunk, frozenset({"id", "path", "content_hash", "content"})),
+                zlib.compress(chunk.content.encode()),
+                chunk.content_hash,
+                key,
+            )
+            for key, chunk in chunks.items()
+        ],
+    )
+    db.execute("DROP INDEX chunks_by_symbol_key")
+    db.execute("ALTER TABLE chunks DROP COLUMN symbol_key")
+    db.execute("ALTER TABLE chunks DROP COLUMN fill_rank")
+    db.execute(f"CREATE INDEX chunks_by_symbol ON chunks({SYMBOL_KEY})")
     db.execute("DROP TABLE callers")
     db.execute("DROP TABLE call_names")
     db.execute("DELETE FROM meta WHERE name IN ('calls_kept', 'terms_made_by')")
@@ -141,6 +168,7 @@ def test_an_index_from_before_answers_and_its_next_write_moves_it_over(git_repo,
     kept = answers(git_repo)
     tables = {name for (name,) in db.execute("SELECT name FROM sqlite_master")}
     assert not {"lexical", "calls", "chunks_by_id"} & tables  # moved over by the write
+    assert db.execute("SELECT count(*) FROM chunks WHERE symbol_key IS NOT NULL").fetchone()[0] > 0  # new rows
     assert db.execute("SELECT count(*) FROM static").fetchone()[0] == 0
     assert db.execute("SELECT count(*) FROM static_blocks").fetchone()[0] >= 1
     filled = first_stage(git_repo, fill=True).embed_pending()

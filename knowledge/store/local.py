@@ -40,10 +40,11 @@ from . import (
     recent_first,
     static_blocks,
 )
-from .local_derived import CALLS_KEPT, add_calls, add_lexical, callers_of, forget_path, mark_new, upgrade_derived
+from .local_derived import CALLS_KEPT, add_calls, add_lexical, callers_of, forget_path, mark_new, upgrade
 from .local_files import (
     CHUNK_COLUMNS,
     SCHEMA,
+    WRITTEN_COLUMNS,
     Transaction,
     add_later_tables,
     chunk_by_id,
@@ -54,7 +55,6 @@ from .local_files import (
     pending_rows,
     read_meta,
     store_paths,
-    upgrade_tables,
     write_meta_json,
 )
 from .local_lexical import LocalLexical
@@ -308,8 +308,7 @@ class LocalStore:
         import numpy as np
 
         with self._lock, Transaction(self._db) as db:
-            upgrade_tables(db)  # an index from before the static blocks
-            upgrade_derived(db)  # ... or the current forms of its terms and calls
+            upgrade(db)  # an index from before the current forms moves to them
             next_key = int(self._meta("next_key") or 0)
             removed = [forget_path(db, path) for path in change.remove_paths]  # every path, not the first only
             removed_delta = any(removed)
@@ -323,12 +322,12 @@ class LocalStore:
                 next_key += 1
                 embedded = item.vector is not None
                 db.execute(
-                    f"INSERT INTO chunks (key, {CHUNK_COLUMNS}, embed_text, chars, embedded) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    f"INSERT INTO chunks (key, {WRITTEN_COLUMNS}, embed_text, chars, embedded) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (
                         key,
                         *chunk_row(chunk),
-                        None if embedded else packed_embed_text(chunk.embed_text, chunk.content),
+                        None if embedded else packed_embed_text(chunk.embed_text, chunk.content, chunk.path),
                         len(chunk.embed_text),
                         int(embedded),
                     ),

@@ -9,8 +9,9 @@ import hashlib
 import sqlite3
 from collections.abc import Iterator, Sequence
 
+from ..records import Chunk
 from . import static_blocks
-from .local_files import CHUNK_COLUMNS, chunk_from_row, read_meta, unpacked_text
+from .local_files import CHUNK_COLUMNS, chunk_from_row, read_meta, unpacked_text, upgrade_tables
 
 # The form of the calls kept (`calls_kept` in meta): "2" call_names + callers; "1" one `calls` row a call with its
 # name (an index from before, read as it is until its next write moves it); none: an index from before both.
@@ -62,17 +63,7 @@ def lexical_bodies(
 def _terms_of_rows(db: sqlite3.Connection, keys: Sequence[int] | None, after: int) -> Iterator[tuple[int, str]]:
     from ..lexical import chunk_text, terms
 
-    if keys is None:
-        cursor = db.execute(f"SELECT key, {CHUNK_COLUMNS} FROM chunks WHERE key > ? ORDER BY key", (after,))
-        while page := cursor.fetchmany(1024):
-            yield from ((int(row[0]), " ".join(terms(chunk_text(chunk_from_row(*row[1:]))))) for row in page)
-        return
-    for start in range(0, len(keys), 500):
-        part = list(keys[start : start + 500])
-        rows = db.execute(
-            f"SELECT key, {CHUNK_COLUMNS} FROM chunks WHERE key IN ({','.join('?' * len(part))})", part
-        ).fetchall()
-        yield from ((int(row[0]), " ".join(terms(chunk_text(chunk_from_row(*row[1:]))))) for row in rows)
+    return ((key, " ".join(terms(chunk_text(chunk)))) for key, chunk in _rows(db, keys, after))
 
 
 def _forget_lexical(db: sqlite3.Connection, keys: Sequence[int]) -> None:
@@ -113,13 +104,26 @@ def add_calls(db: sqlite3.Connection, calls: Sequence[tuple[int, str]]) -> None:
 
 
 def _forget_calls(db: sqlite3.Connection, keys: Sequence[int]) -> None:
-    """Before the chunks' rows go: the names they call are read from them (a write has moved the calls of an index
-    from before into the current form first)."""
+    """Before the chunks' rows go: the names they call are read from them."""
     db.executemany(
-        "DELETE FROM callers WHERE key = ?1 AND name_id IN (SELECT n.id FROM chunks c, json_each(c.data, '$.calls') j "
-        "JOIN call_names n ON n.name = j.value WHERE c.key = ?1)",
-        [(key,) for key in keys],
+        "DELETE FROM callers WHERE key = ? AND name_id = (SELECT id FROM call_names WHERE name = ?)",
+        [(key, name) for key, chunk in _rows(db, keys) for name in dict.fromkeys(chunk.calls)],
     )
+
+
+def _rows(db: sqlite3.Connection, keys: Sequence[int] | None, after: int = -1) -> Iterator[tuple[int, Chunk]]:
+    """(key, chunk) of `keys`, or of every chunk above `after` in key order, a page at a time."""
+    if keys is None:
+        cursor = db.execute(f"SELECT key, {CHUNK_COLUMNS} FROM chunks WHERE key > ? ORDER BY key", (after,))
+        while page := cursor.fetchmany(1024):
+            yield from ((int(row[0]), chunk_from_row(*row[1:])) for row in page)
+        return
+    for start in range(0, len(keys), 500):
+        part = list(keys[start : start + 500])
+        rows = db.execute(
+            f"SELECT key, {CHUNK_COLUMNS} FROM chunks WHERE key IN ({','.join('?' * len(part))})", part
+        ).fetchall()
+        yield from ((int(row[0]), chunk_from_row(*row[1:])) for row in rows)
 
 
 def callers_of(db: sqlite3.Connection, calls: Sequence[str]) -> list[tuple[str, int]]:
@@ -170,12 +174,19 @@ def upgrade_derived(db: sqlite3.Connection) -> None:
     if read_meta(db, CALLS_KEPT) != CALLS_FORM:
         db.execute("DROP TABLE IF EXISTS calls")
         db.execute("DELETE FROM callers")
-        made = "FROM chunks c, json_each(c.data, '$.calls') j"
-        db.execute(f"INSERT OR IGNORE INTO call_names (name) SELECT DISTINCT j.value {made}")
-        db.execute(
-            f"INSERT OR IGNORE INTO callers (name_id, key) SELECT n.id, c.key {made} "
-            "JOIN call_names n ON n.name = j.value"
-        )
+        calls: list[tuple[int, str]] = []
+        for key, chunk in _rows(db, None):
+            calls += [(key, name) for name in dict.fromkeys(chunk.calls)]
+            if len(calls) > 50_000:
+                add_calls(db, calls)
+                calls.clear()
+        add_calls(db, calls)
         db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (CALLS_KEPT, CALLS_FORM))
     if contentless(db) and (_kept_terms(db) or read_meta(db, TERMS_MADE_BY) != terms_fingerprint()):
         _remake_lexical(db)
+
+
+def upgrade(db: sqlite3.Connection) -> None:
+    """Every move of an index from before the current forms, at the start of a write (the caller's transaction)."""
+    upgrade_tables(db)
+    upgrade_derived(db)

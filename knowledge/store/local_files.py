@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import sqlite3
 import zlib
 from collections.abc import Iterator, Sequence
@@ -14,11 +15,21 @@ from pathlib import Path
 from ..fs import atomic_write
 from ..quiet import is_quiet
 from ..records import Chunk
-from . import FORMAT_VERSION, Manifest, StoreSummary, chunk_from_dict, chunk_to_compact_json, index_dir, static_blocks
+from . import (
+    FORMAT_VERSION,
+    Manifest,
+    StoreSummary,
+    chunk_from_dict,
+    chunk_to_compact_json,
+    index_dir,
+    policy,
+    static_blocks,
+)
 from .vectors import SnapshotIdentity, remove_stale_temp_files, snapshot_file_problem
 
 FTS_TOKENIZER = "porter unicode61 tokenchars '_'"
-# The name a code chunk defines, as the ranking rules compare names: lower case, no underscores.
+# The name a code chunk defines, as the ranking rules compare names: lower case (SQLite's lower(): ASCII letters), no
+# underscores; kept in `symbol_key`, computed from the JSON in the rows of an index from before the column.
 SYMBOL_KEY = "lower(replace(json_extract(data, '$.symbol'), '_', ''))"
 SCHEMA = (
     """
@@ -26,10 +37,10 @@ CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS chunks (
     key INTEGER PRIMARY KEY, chunk_id TEXT NOT NULL, path TEXT NOT NULL, content_hash TEXT NOT NULL, data TEXT NOT NULL,
     embed_text TEXT, chars INTEGER NOT NULL DEFAULT 0, embedded INTEGER NOT NULL DEFAULT 0,
-    in_snapshot INTEGER NOT NULL DEFAULT 0, content BLOB);
+    in_snapshot INTEGER NOT NULL DEFAULT 0, content BLOB, symbol_key TEXT, fill_rank INTEGER);
 CREATE INDEX IF NOT EXISTS chunks_by_path ON chunks(path);
 CREATE INDEX IF NOT EXISTS chunks_pending ON chunks(key) WHERE embedded = 0;
-CREATE INDEX IF NOT EXISTS chunks_by_symbol ON chunks({symbol});
+CREATE INDEX IF NOT EXISTS chunks_by_symbol_key ON chunks(symbol_key) WHERE symbol_key IS NOT NULL;
 CREATE TABLE IF NOT EXISTS files (path TEXT PRIMARY KEY, hash TEXT NOT NULL, mtime_ns INTEGER, size INTEGER);
 CREATE TABLE IF NOT EXISTS problems (path TEXT NOT NULL, problem TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS problems_by_path ON problems(path);
@@ -40,7 +51,7 @@ CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(body, content='', tokenize="{t
 CREATE TABLE IF NOT EXISTS call_names (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE);
 CREATE TABLE IF NOT EXISTS callers (name_id INTEGER NOT NULL, key INTEGER NOT NULL, PRIMARY KEY (name_id, key))
     WITHOUT ROWID;
-""".replace("{symbol}", SYMBOL_KEY).replace("{tokenizer}", FTS_TOKENIZER)
+""".replace("{tokenizer}", FTS_TOKENIZER)
     + ";\n".join(static_blocks.SCHEMA)
 )
 
@@ -49,37 +60,67 @@ CREATE TABLE IF NOT EXISTS callers (name_id INTEGER NOT NULL, key INTEGER NOT NU
 # entities, then other named entities, then the lines between them (a doc index fills before the code's). The files
 # changed lately come before all of it, most recent first (`first` of `pending`, see `recent_first`).
 FILL_ORDER = (  # policy.FILL_ORDER in SQLite (`quiet` is policy's rule, registered on every connection)
-    "quiet(path), CASE WHEN json_extract(data, '$.exported') = 1 THEN 0 "
-    "WHEN json_extract(data, '$.symbol') != '' THEN 1 ELSE 2 END, key"
+    "quiet(path), coalesce(fill_rank, CASE WHEN json_extract(data, '$.exported') = 1 THEN 0 "
+    "WHEN json_extract(data, '$.symbol') != '' THEN 1 ELSE 2 END), key"
 )
 
 
-# A chunk's row: its id (less its path, which it begins with), path and content hash (32 bytes) in their columns, its
-# text zlib-compressed in `content`, the rest a JSON document of the fields that differ from their defaults, less its
-# commit (a chunk is read as of the commit its index reflects, so a carried-forward index answers as a fresh one) and
-# an empty description. An index from before it keeps every field in the JSON (`content` NULL), whole ids and hex
-# hashes, and both are read alike.
+# A chunk's row: its id (less its path, which it begins with), path and content hash (32 bytes) in their columns, and
+# in `content` one zlib stream (behind a PACKED_ROW byte, with ROW_DICTIONARY) of a JSON document of the fields that
+# differ from their defaults and the chunk's text: a row of 400 characters of code is ~300 bytes. What SQL reads of
+# the fields has columns: the name a chunk defines (`symbol_key`) and its place in the fill (`fill_rank`). The JSON
+# leaves out an empty description and the commit: a chunk is read as of the commit its index reflects, so a
+# carried-forward index answers as a fresh one. Indexes from before hold the JSON in `data`, with the text
+# zlib-compressed in `content` or (older) in the JSON, whole ids and hex hashes; all are read alike.
 CHUNK_COLUMNS = "chunk_id, path, content_hash, data, content"
+WRITTEN_COLUMNS = f"{CHUNK_COLUMNS}, symbol_key, fill_rank"
+PACKED_ROW = b"\x01"  # never a zlib stream's first byte
+# Strings rows share, which zlib finds without each row spelling them first. Never changed: rows written with it are
+# read with it (another dictionary needs another PACKED_ROW byte).
+ROW_DICTIONARY = (
+    b'"decorators":["@","exported":false,"names":["references":["tags":["description":"'
+    b'"language":"typescript","language":"javascript","language":"java","language":"go","language":"rust",'
+    b'"language":"c","language":"cpp","language":"csharp","language":"ruby","language":"php","language":"python",'
+    b'"section":"lines","symbol_kind":"class","section":"class","symbol_kind":"method","section":"method",'
+    b'"symbol_kind":"function","section":"function","parent":"","exported":true,"calls":["'
+    b'{"kind":"doc","title":"","section":"{"kind":"code","title":"","line_start":1,"line_end":1'
+)
 _IN_COLUMNS = frozenset({"id", "path", "content_hash", "content", "commit"})
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 
 
-def chunk_row(chunk: Chunk) -> tuple[str, str, bytes | str, str, bytes]:
-    """The values of CHUNK_COLUMNS for `chunk`."""
-    data = chunk_to_compact_json(chunk, _IN_COLUMNS | ({"description"} if not chunk.description else set()))
+def chunk_row(chunk: Chunk) -> tuple[str, str, bytes | str, str, bytes, str | None, int]:
+    """The values of WRITTEN_COLUMNS for `chunk`."""
+    fields = chunk_to_compact_json(chunk, _IN_COLUMNS | ({"description"} if not chunk.description else set()))
     stored_id = chunk.id[len(chunk.path) :] if chunk.id.startswith(f"{chunk.path}#") else chunk.id
-    content = zlib.compress(chunk.content.encode("utf-8"), 6)
-    return stored_id, chunk.path, packed_digest(chunk.content_hash), data, content
+    packer = zlib.compressobj(6, zdict=ROW_DICTIONARY)
+    packed = PACKED_ROW + packer.compress(f"{fields}\0{chunk.content}".encode()) + packer.flush()
+    symbol_key = chunk.symbol.replace("_", "").translate(_ASCII_LOWER) or None
+    rank = policy.fill_key(chunk.path, chunk.exported is True, chunk.symbol, 0)[1]
+    return stored_id, chunk.path, packed_digest(chunk.content_hash), "{}", packed, symbol_key, rank
+
+
+def row_fields(data: str, content: bytes | None) -> tuple[str, str | None]:
+    """(JSON of the fields, text) of a row of any form; the text None where (oldest form) the JSON holds it."""
+    if content is None:
+        return data, None
+    if content[:1] == PACKED_ROW:
+        unpacker = zlib.decompressobj(zdict=ROW_DICTIONARY)
+        fields, _, text = (unpacker.decompress(content[1:]) + unpacker.flush()).decode().partition("\0")
+        return fields, text
+    return data, unpacked_text(content)
 
 
 def chunk_from_row(
     chunk_id: str, path: str, content_hash: bytes | str, data: str, content: bytes | None, *, commit: str | None = None
 ) -> Chunk:
     """`commit`: the one the index reflects, which a row of an index from before holds itself."""
+    data, text = row_fields(data, content)
     fields = {"description": "", "commit": commit, **json.loads(data)}
     fields.update(id=path + chunk_id if chunk_id.startswith("#") else chunk_id, path=path)
     fields["content_hash"] = unpacked_digest(content_hash)
-    if content is not None:
-        fields["content"] = unpacked_text(content)
+    if text is not None:
+        fields["content"] = text
     return chunk_from_dict(fields)
 
 
@@ -155,11 +196,16 @@ def index_files_problem(folder: Path, kind: str) -> str | None:
 
 
 def add_later_tables(db: sqlite3.Connection) -> None:
-    """What an index from before them lacks: the symbol index, the chunks' packed text, the static rows, the tables
-    of calls (filled by its next write: `local_derived.upgrade_derived`)."""
-    db.execute(f"CREATE INDEX IF NOT EXISTS chunks_by_symbol ON chunks({SYMBOL_KEY})")
-    if "content" not in {row[1] for row in db.execute("PRAGMA table_info(chunks)")}:
+    """What an index from before them lacks: the symbol index, the chunks' packed text and the columns SQL reads,
+    the static rows, the tables of calls (filled by its next write: `local_derived.upgrade_derived`)."""
+    columns = {row[1] for row in db.execute("PRAGMA table_info(chunks)")}
+    if "content" not in columns:
         db.execute("ALTER TABLE chunks ADD COLUMN content BLOB")
+    if "symbol_key" not in columns:  # its rows' names are read from their JSON (`defining`)
+        db.execute(f"CREATE INDEX IF NOT EXISTS chunks_by_symbol ON chunks({SYMBOL_KEY})")
+        db.execute("ALTER TABLE chunks ADD COLUMN symbol_key TEXT")
+        db.execute("ALTER TABLE chunks ADD COLUMN fill_rank INTEGER")
+    db.execute("CREATE INDEX IF NOT EXISTS chunks_by_symbol_key ON chunks(symbol_key) WHERE symbol_key IS NOT NULL")
     db.execute("CREATE TABLE IF NOT EXISTS static (key INTEGER PRIMARY KEY, vector BLOB NOT NULL)")
     db.execute("CREATE TABLE IF NOT EXISTS call_names (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE)")
     db.execute(
@@ -190,23 +236,27 @@ def unpacked_text(stored: str | bytes | None) -> str:
     return stored or ""
 
 
-# A chunk's embedding input as it waits for its vector. It is a header and then the chunk's text or its first lines,
-# so it is kept as the header and how many characters of the text follow it (`\0<count>\0<header>`); one that is not
-# is kept whole, compressed.
-def packed_embed_text(embed_text: str, content: str) -> str | bytes:
+# A chunk's embedding input as it waits for its vector. It is a header (which begins with the chunk's path) and then
+# the chunk's text or its first lines, so it is kept as the header, less the path, and how many characters of the text
+# follow it (`\0<count>\1<header less the path>`, or `\0<count>\0<header>`); one that is not is kept whole,
+# compressed.
+def packed_embed_text(embed_text: str, content: str, path: str) -> str | bytes:
     probe = content[:64]
     at = embed_text.find(probe) if probe else -1
     while at >= 0:
         if content.startswith(embed_text[at:]):
-            return f"\0{len(embed_text) - at}\0{embed_text[:at]}"
+            header = embed_text[:at]
+            if header.startswith(path):
+                return f"\0{len(embed_text) - at}\1{header[len(path) :]}"
+            return f"\0{len(embed_text) - at}\0{header}"
         at = embed_text.find(probe, at + 1)
     return packed_text(embed_text)
 
 
-def unpacked_embed_text(stored: str | bytes | None, content: str | bytes | None) -> str:
+def unpacked_embed_text(stored: str | bytes | None, path: str, data: str, content: bytes | None) -> str:
     if isinstance(stored, str) and stored.startswith("\0"):
-        count, header = stored[1:].split("\0", 1)
-        return header + unpacked_text(content)[: int(count)]
+        count, mark, header = re.split("([\0\1])", stored[1:], maxsplit=1)
+        return (path if mark == "\1" else "") + header + (row_fields(data, content)[1] or "")[: int(count)]
     return unpacked_text(stored)
 
 
@@ -217,7 +267,7 @@ def pending_rows(
     the files in `first`, then up to `limit` in all of the others, each in fill order."""
     paths, skipped = json.dumps(list(first)), json.dumps(list(skip))
     select = (
-        "SELECT key, content_hash, embed_text, path, content FROM chunks WHERE embedded = 0 "
+        "SELECT key, content_hash, embed_text, path, data, content FROM chunks WHERE embedded = 0 "
         "AND path NOT IN (SELECT value FROM json_each(?))"
     )
     recent = db.execute(
@@ -230,10 +280,12 @@ def pending_rows(
     return _unpacked(recent), _unpacked(rest)
 
 
-def _unpacked(rows: list[tuple[int, str, str | bytes | None, str, bytes | None]]) -> list[tuple[int, str, str, str]]:
+def _unpacked(
+    rows: list[tuple[int, str, str | bytes | None, str, str, bytes | None]],
+) -> list[tuple[int, str, str, str]]:
     return [
-        (key, unpacked_digest(digest), unpacked_embed_text(text, content), path)
-        for key, digest, text, path, content in rows
+        (key, unpacked_digest(digest), unpacked_embed_text(text, path, data, content), path)
+        for key, digest, text, path, data, content in rows
     ]
 
 
@@ -243,9 +295,11 @@ def chunk_texts(database: Path) -> Iterator[tuple[str, str]]:
     with contextlib.closing(sqlite3.connect(f"file:{database}?mode=ro", uri=True)) as db:
         columns = {row[1] for row in db.execute("PRAGMA table_info(chunks)")}
         packed = "content" if "content" in columns else "NULL"
-        cursor = db.execute(f"SELECT path, json_extract(data, '$.content'), {packed} FROM chunks ORDER BY path")
+        cursor = db.execute(f"SELECT path, data, {packed} FROM chunks ORDER BY path")
         while page := cursor.fetchmany(4096):
-            yield from ((str(path), unpacked_text(packed) or str(plain or "")) for path, plain, packed in page)
+            for path, data, content in page:
+                fields, text = row_fields(data, content)
+                yield str(path), text if text is not None else str(json.loads(fields).get("content", ""))
 
 
 def remove_leftovers(folder: Path) -> None:

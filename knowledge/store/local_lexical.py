@@ -79,10 +79,15 @@ class LocalLexical:
     def defining(self, db: sqlite3.Connection, names: Sequence[str], limit: int) -> list[int]:
         if not names:
             return []
+        marks = ",".join("?" * len(names))
         with self._lock:
+            # an index from before `symbol_key` has the names of its older rows in their JSON, and their own index
+            older = db.execute("SELECT 1 FROM sqlite_master WHERE name = 'chunks_by_symbol'").fetchone() is not None
             rows = db.execute(
-                f"SELECT key FROM chunks WHERE {SYMBOL_KEY} IN ({','.join('?' * len(names))}) ORDER BY key LIMIT ?",
-                (*names, limit),
+                f"SELECT key FROM chunks WHERE symbol_key IN ({marks})"
+                + (f" UNION SELECT key FROM chunks WHERE {SYMBOL_KEY} IN ({marks})" if older else "")
+                + " ORDER BY key LIMIT ?",
+                (*names, *(names if older else ()), limit),
             ).fetchall()
         return [int(row[0]) for row in rows]
 
