@@ -78,7 +78,7 @@ def terms(text: str) -> list[str]:
     return out
 
 
-@functools.lru_cache(maxsize=1 << 17)  # a code base repeats its identifiers: a 216k-chunk index's terms in a third
+@functools.lru_cache(maxsize=4096)  # a code base repeats its identifiers: a 216k-chunk index's terms in a third
 def _token_terms(token: str) -> tuple[str, ...]:
     parts = name_words(token)
     whole = (_SEPARATORS.sub("_", token.lower()).strip("_"),) if len(parts) > 1 else ()

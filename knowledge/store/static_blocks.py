@@ -95,16 +95,14 @@ def read(db: sqlite3.Connection) -> Rows | None:
     """Every row, keys ascending (an index from before: its float16 blocks and float32 rows too); None when none."""
     import numpy as np
 
-    blocks = (
-        db.execute(f"SELECT keys, vectors, {_form(db)} FROM static_blocks ORDER BY last_key") if _has_blocks(db) else []
-    )
-    parts = [_decode(*stored) for stored in blocks]
+    parts = [_filled(db)] if _has_blocks(db) else []
     legacy = _legacy(db)
     if legacy is not None:
         parts.append(legacy)
+    parts = [part for part in parts if len(part.keys)]
     if not parts:
         return None
-    rows = _joined(parts)  # one copy: the blocks' buffers are SQLite's, read-only
+    rows = parts[0] if len(parts) == 1 else _joined(parts)
     if len(rows.keys) > 1 and not bool(np.all(rows.keys[1:] > rows.keys[:-1])):
         order = np.argsort(rows.keys, kind="stable")
         rows = rows.taken(order)
@@ -163,6 +161,32 @@ def _legacy(db: sqlite3.Connection) -> Rows | None:
         matrix = np.frombuffer(b"".join(vector for _, vector in page), dtype=np.float32).reshape(len(page), -1)
         parts.append(quantized(np.array([key for key, _ in page], dtype=np.int64), matrix))
     return _joined(parts) if parts else None
+
+
+def _filled(db: sqlite3.Connection) -> Rows:
+    """The blocks' rows copied a block at a time into arrays made once: a new process touches its memory once (on
+    these virtual machines a page's first touch is what costs)."""
+    import numpy as np
+
+    total = int(db.execute("SELECT coalesce(sum(rows), 0) FROM static_blocks").fetchone()[0])
+    cursor = db.execute(f"SELECT keys, vectors, {_form(db)} FROM static_blocks ORDER BY last_key")
+    filled: Rows | None = None
+    at = 0
+    for stored in cursor:
+        block = _decode(*stored)
+        if filled is None:
+            dims = block.codes.shape[1]
+            filled = Rows(np.empty(total, np.int64), np.empty((total, dims), np.int8), np.empty(total, np.float32))
+        end = at + len(block.keys)
+        filled.keys[at:end], filled.codes[at:end], filled.scales[at:end] = block.keys, block.codes, block.scales
+        at = end
+    return filled.taken(slice(0, at)) if filled is not None else Rows(*_empty())
+
+
+def _empty() -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int8], npt.NDArray[np.float32]]:
+    import numpy as np
+
+    return np.empty(0, np.int64), np.empty((0, 0), np.int8), np.empty(0, np.float32)
 
 
 def _joined(parts: Sequence[Rows]) -> Rows:
