@@ -107,7 +107,37 @@ def test_a_method_defined_in_its_cpp_class_body_has_its_callers_and_callees(git_
     store.close()
 
 
-def test_no_answer_of_search_or_locate_reads_every_chunk(git_repo, monkeypatch):
+def test_the_shared_store_reads_who_calls_what_by_name_and_answers_as_a_graph_of_every_chunk(
+    git_repo, postgres_url, monkeypatch
+):
+    from knowledge.store.engines import PostgresEngine
+
+    monkeypatch.setenv("KNOWLEDGE_STORE", postgres_url)
+    commit(git_repo, PROJECT, "start")
+    run(git_repo, "reindex-all", "--quiet")
+    for step in (
+        lambda: commit(git_repo, {"pkg/util.py": PROJECT["pkg/util.py"].replace("helper_2(value, n)", "value")}),
+        lambda: (git(git_repo, "mv", "pkg/app.py", "pkg/main_app.py"), git(git_repo, "commit", "-qm", "rename")),
+    ):
+        step()
+        run(git_repo, "reindex-from-changes", "--quiet")
+        store = PostgresEngine(git_repo, postgres_url, "").open("code")
+        assert store.keeps_calls()
+        chunks = list(store.all_chunks().values())
+        loaded, stored = CallGraph(chunks), CallGraph(StoredEntities(store))
+        for chunk in chunks:
+            assert (stored.calls(chunk), stored.called_by(chunk)) == (loaded.calls(chunk), loaded.called_by(chunk))
+        run_by = {store.chunks([key])[key].symbol for _, key in store.callers(["module:pkg.util::helper_1"])}
+        assert run_by == {"step", "long_walk"}  # as recorded; helper_1 itself calls helper_2
+        store.close()
+
+
+@pytest.mark.parametrize("engine", ["local", "postgres"])
+def test_no_answer_of_search_or_locate_reads_every_chunk(git_repo, monkeypatch, request, engine):
+    from knowledge.store.postgres import PostgresStore
+
+    if engine == "postgres":
+        monkeypatch.setenv("KNOWLEDGE_STORE", request.getfixturevalue("postgres_url"))
     commit(git_repo, PROJECT, "start")
     run(git_repo, "reindex-all", "--quiet")
 
@@ -115,6 +145,7 @@ def test_no_answer_of_search_or_locate_reads_every_chunk(git_repo, monkeypatch):
         raise AssertionError("an answer read every chunk of the index")
 
     monkeypatch.setattr(LocalStore, "all_chunks", everything)
+    monkeypatch.setattr(PostgresStore, "all_chunks", everything)
     said = run(git_repo, "search", "engine step helper", "--kind", "code", "--json", "--threshold", "0").stdout
     assert '"called_by"' in said
     run(git_repo, "search", "where is helper_1 called", "--kind", "code", "--expand", "--threshold", "0")

@@ -251,6 +251,8 @@ def test_team_roles_set_up_as_docs_teams_md_says_index_search_and_cannot_touch_a
         ]
         with pytest.raises(psycopg.errors.InsufficientPrivilege, match="not one this role may see"):
             conn.execute("SELECT count(*) FROM knowledge_postings(%s, 'hook'::tsquery, ARRAY['hook'])", (index_ids[0],))
+        with pytest.raises(psycopg.errors.InsufficientPrivilege, match="not one this role may see"):
+            conn.execute("SELECT count(*) FROM knowledge_callers(%s, ARRAY['install'])", (index_ids[0],))
         # rows planted into A's live index under a label no grant claims: refused by row-level security before
         # any unique check answers, so the error is the same for a word or path A has and one it has not
         unclaimed = "nobody-" + suffix
@@ -293,6 +295,8 @@ def test_team_roles_set_up_as_docs_teams_md_says_index_search_and_cannot_touch_a
         admin.execute("SET enable_seqscan = off")
         plan = admin.execute("EXPLAIN SELECT key FROM knowledge_chunks WHERE lex @@ 'hook'::tsquery").fetchall()
         assert "knowledge_chunks_lex" in "\n".join(row[0] for row in plan)
+        plan = admin.execute("EXPLAIN SELECT key FROM knowledge_chunks WHERE data -> 'calls' ?| ARRAY['f']").fetchall()
+        assert "knowledge_chunks_calls" in "\n".join(row[0] for row in plan)  # who calls what, read by name
     monkeypatch.setenv("KNOWLEDGE_STORE", as_role(postgres_url, team_a))
     again = KnowledgeBase.open(clone_a, embedder_factory=lambda s: HashingEmbedder())
     assert again.search("install the hooks", threshold=0).results[0].path == "docs/hooks.md"

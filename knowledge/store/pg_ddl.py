@@ -240,6 +240,24 @@ END $$;
 REVOKE ALL ON FUNCTION knowledge_delete_paths(bigint, text[]) FROM PUBLIC;
 REVOKE ALL ON FUNCTION knowledge_delete_index(bigint) FROM PUBLIC;
 """
+# Version 11: who calls what, read by name (issue 68): a GIN index over each chunk's recorded calls, read through
+# this function for the reason of version 9 (row-level security keeps a member role off a GIN index: `?|` is not
+# leakproof). A call graph then reads the rows it shows instead of every chunk of its index once a process.
+SCHEMA_V11 = """
+CREATE INDEX IF NOT EXISTS knowledge_chunks_calls ON knowledge_chunks USING gin ((data -> 'calls'));
+CREATE OR REPLACE FUNCTION knowledge_callers(target bigint, names text[])
+RETURNS TABLE (called text, caller bigint)
+LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = {path} AS $$
+BEGIN
+    PERFORM knowledge_check_visible(target);
+    -- dynamic, so each call is planned with its own names (a generic plan read the index's rows by path)
+    RETURN QUERY EXECUTE
+        'SELECT c.name, k.key FROM knowledge_chunks k, jsonb_array_elements_text(k.data -> ''calls'') AS c(name) '
+        'WHERE k.index_id = $1 AND k.data -> ''calls'' ?| $2 AND c.name = ANY($2) ORDER BY k.key'
+        USING target, names;
+END $$;
+REVOKE ALL ON FUNCTION knowledge_callers(bigint, text[]) FROM PUBLIC;
+"""
 # what a member role may call (each checks what the caller may see itself)
 MEMBER_FUNCTIONS = (
     "knowledge_static_graph(bigint, integer, integer)",
@@ -247,4 +265,5 @@ MEMBER_FUNCTIONS = (
     "knowledge_postings(bigint, tsquery, text[])",
     "knowledge_delete_paths(bigint, text[])",
     "knowledge_delete_index(bigint)",
+    "knowledge_callers(bigint, text[])",
 )

@@ -29,9 +29,10 @@ from .pg_ddl import (
     SCHEMA_V8,
     SCHEMA_V9,
     SCHEMA_V10,
+    SCHEMA_V11,
 )
 
-SCHEMA_VERSION = 10
+SCHEMA_VERSION = 11
 _MIGRATION_LOCK = 0x4B4E4F57  # advisory lock key held while the schema is created or migrated
 MIGRATION_WAIT_SECONDS = 30.0
 # Every session's bounds: no wait for a lock longer than a minute (a role that locks a table stalls nobody for ever),
@@ -208,6 +209,8 @@ def migrate(conn: Connection, wait_seconds: float | None = None) -> int:
             conn.execute(SCHEMA_V9.format(path=f"{schema}, pg_temp"))
         if version < 10:
             conn.execute(SCHEMA_V10.format(path=f"{schema}, pg_temp"))
+        if version < 11:
+            conn.execute(SCHEMA_V11.format(path=f"{schema}, pg_temp"))
         for role in _member_roles(conn):  # a table made by a migration is theirs too, as `teams setup` gave them
             _grant_member_tables(conn, role)
         conn.execute("INSERT INTO knowledge_schema (version) VALUES (%s)", (SCHEMA_VERSION,))

@@ -175,15 +175,13 @@ class PostgresStore:
         return [chunk_from_dict(data) for (data,) in rows]
 
     def keeps_calls(self) -> bool:
-        """The shared store answers `callers` by a scan of the index's rows: its graph is built once a process."""
-        return False
+        """Who calls what is read by name, through a GIN index over each chunk's calls (schema 11)."""
+        return True
 
     def callers(self, calls: Sequence[str]) -> list[tuple[str, int]]:
-        rows = self._all(
-            "SELECT c.name, k.key FROM knowledge_chunks k, jsonb_array_elements_text(k.data -> 'calls') AS c(name) "
-            "WHERE k.index_id = %s AND k.data -> 'calls' ?| %s AND c.name = ANY(%s) ORDER BY k.key",
-            (self.index_id, list(calls), list(calls)),
-        )
+        if not calls:
+            return []
+        rows = self._all("SELECT called, caller FROM knowledge_callers(%s, %s::text[])", (self.index_id, list(calls)))
         return list(dict.fromkeys((str(name), int(key)) for name, key in rows))
 
     def chunk_by_id(self, chunk_id: str) -> Chunk | None:
