@@ -25,7 +25,7 @@ from .git import commit_exists, repo_root
 from .interrupts import terminated_as_exit
 from .path_gate import generated_file
 from .records import INDEX_DIR_NAME, IndexReport, Progress
-from .snapshot import SnapshotInfo, export_index, import_index, read_manifest, write_origin
+from .store.local_snapshot import SnapshotInfo, read_manifest
 
 __all__ = ["CLIENTS", "MODEL_VARIANTS", "SCOPES", "Change"]
 
@@ -316,9 +316,7 @@ def team_trust(root: Path) -> str:
 
 
 def export_snapshot(kb: KnowledgeBase, dest: Path) -> SnapshotInfo:
-    """The local index in one file (snapshot.py), stamped with its commit and model."""
-    if kb.settings.store != "local":
-        raise KnowledgeError("export reads a local index; a shared store is one index for every clone already")
+    """The index in one file, stamped with its commit and model (the engine's snapshot)."""
     kinds = [kind for kind in KINDS if kb.engine.present(kind)]
     if not kinds:
         raise IndexNotFoundError("no index to export yet; run `knowledge reindex-all`")
@@ -327,8 +325,7 @@ def export_snapshot(kb: KnowledgeBase, dest: Path) -> SnapshotInfo:
         commit = store.commit()
         if commit is None:
             raise KnowledgeError("the index records no commit (a folder outside git): no clone could catch up from it")
-        manifest = store.manifest
-        return export_index(kb.root, dest, commit, manifest.model_id, manifest.model_fingerprint)
+        return kb.engine.export_snapshot(dest, commit, store.manifest)
 
 
 def import_snapshot_from(
@@ -346,8 +343,6 @@ def import_snapshot_from(
 
 def import_snapshot(kb: KnowledgeBase, path: Path) -> tuple[SnapshotInfo, IndexReport]:
     """A snapshot made searchable here, then caught up from its commit to the checkout (as the hooks do)."""
-    if kb.settings.store != "local":
-        raise KnowledgeError("import writes a local index; this repository's settings name a shared store")
     info = read_manifest(path)
     if not commit_exists(kb.root, info.commit):
         raise KnowledgeError(f"{path}: its commit {info.commit[:12]} is not in this clone; fetch it first")
@@ -361,10 +356,9 @@ def import_snapshot(kb: KnowledgeBase, path: Path) -> tuple[SnapshotInfo, IndexR
     def swap(move: Callable[[], None]) -> None:
         with kb.writer_lock():
             move()
-            write_origin(kb.root, info.commit)
 
     with terminated_as_exit():  # a killed import leaves no unpacked copy behind
-        import_index(kb.root, info, swap, kb.settings.snapshot_max_bytes)
+        kb.engine.import_snapshot(info, swap, kb.settings.snapshot_max_bytes)
     report = kb.reindex_changes(embed=False)
     if report.chunks_pending:  # what changed since the snapshot gets its vectors in the background, as after a reindex
         kb.embed_in_background()

@@ -45,7 +45,7 @@ def open_cache(settings: Settings, model: ModelIdentity) -> EmbeddingCache | Non
         return None
     from .embedding.cache import EmbeddingCache
 
-    return EmbeddingCache(settings.home / "embeddings" / f"{model.fingerprint}.sqlite", model.dims)
+    return EmbeddingCache.of_model(settings.home, model.fingerprint, model.dims)
 
 
 class Indexer:

@@ -380,9 +380,7 @@ class KnowledgeBase:
         """What is indexed, with which model, how old, how much is embedded, and what was skipped."""
         if not self.engine.exists("docs"):
             return no_index_status(self.root, self.engine.describe())
-        return index_status(
-            self.root, self.engine.describe(), self.indexes(), self._head(), self.settings.fill, self.engine.memory()
-        )
+        return index_status(self.root, self.engine, self.indexes(), self._head(), self.settings.fill)
 
     def llms_txt(self, full_budget: int | None = None) -> dict[str, str]:
         """`llms.txt` (and `llms-full.txt` within `full_budget` tokens) from the docs' front matter: file -> text."""

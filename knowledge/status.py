@@ -12,11 +12,10 @@ from . import git
 from .fs import is_locked
 from .kind import KindIndex
 from .records import IndexStatus
-from .snapshot import read_origin
 from .store import Coverage, embed_lock_path, index_dir, lock_path
 
 if TYPE_CHECKING:
-    from .store.pg_memory import ServerMemory
+    from .store.engines import Engine
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,15 +67,11 @@ def _filled(coverage: Coverage) -> int:
 
 
 def index_status(
-    root: Path,
-    store: str,
-    indexes: list[KindIndex],
-    head: str | None,
-    fill: bool = True,
-    memory: ServerMemory | None = None,
+    root: Path, engine: Engine, indexes: list[KindIndex], head: str | None, fill: bool = True
 ) -> IndexStatus:
-    """The status of existing `indexes` (every kind present); `fill` is the setting (false: first stage only);
-    `memory`, a shared server's buffer beside what its searches read."""
+    """The status of existing `indexes` (every kind present) in `engine` (which says where they came from and, for a
+    shared server, its buffer beside what its searches read); `fill` is the setting (false: first stage only)."""
+    store, memory = engine.describe(), engine.memory()
     manifest = indexes[0].store.manifest
     built = time.mktime(time.strptime(manifest.built_at, "%Y-%m-%dT%H:%M:%SZ")) - time.timezone
     summaries = {index.kind: index.store.summary() for index in indexes}
@@ -97,7 +92,7 @@ def index_status(
         root=str(root),
         index_dir=str(index_dir(root)),
         store=store,
-        origin="a shared store" if store != "local" else read_origin(root) or "built here",
+        origin=engine.origin(),
         exists=True,
         model=f"{manifest.model_id} ({manifest.model_variant})",
         dims=manifest.dims,

@@ -4,6 +4,7 @@ layer only where SIDEWAYS says why. Frontends reach only the facade and the shar
 names). Imports inside functions count too: they are imports all the same."""
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -41,8 +42,6 @@ LAYERS = {
         "knowledge.agent_config",
         "knowledge.locate",
         "knowledge.locate_answer",
-        "knowledge.snapshot",
-        "knowledge.snapshot_truth",
     ),
     "adapters": (
         "knowledge.store",
@@ -95,8 +94,6 @@ SIDEWAYS = {
     ("knowledge.grep", "knowledge.kind"): "greps the files a KindIndex holds",
     ("knowledge.serving", "knowledge.kind"): "a chunk's current lines",
     ("knowledge.status", "knowledge.kind"): "counts and freshness of KindIndexes",
-    ("knowledge.status", "knowledge.snapshot"): "where the index came from: built here or imported",
-    ("knowledge.snapshot", "knowledge.snapshot_truth"): "an import's chunks held against the files they came from",
     ("knowledge.drift_notes", "knowledge.kind"): "notes valid for one docs index",
     ("knowledge.findability", "knowledge.kind"): "asks a docs KindIndex",
     # one request answered: the model's check, the pipeline, what the answer leaves behind
@@ -132,7 +129,9 @@ SIDEWAYS = {
     ("knowledge.dependencies", "knowledge.path_gate"): "manifests and installed metadata read through the read gate",
     ("knowledge.path_gate", "knowledge.git"): "the read gate asks git whether a path is ignored",
     ("knowledge.history", "knowledge.git"): "the commits' messages and files, read from git",
-    ("knowledge.store", "knowledge.git"): "a shared store keys an index by repository identity and branch",
+    ("knowledge.store", "knowledge.git"): "a shared store keys an index by repository identity and branch; an "
+    "imported snapshot's chunks are held against the files at its commit",
+    ("knowledge.store", "knowledge.path_gate"): "an imported snapshot's chunks are held against the files as read",
     ("knowledge.snapshot_fetch", "knowledge.store"): "a fetched snapshot lands in the index's own folder",
     # leaves
     ("knowledge.config", "knowledge.fs"): "the user config file is read and written privately",
@@ -328,6 +327,21 @@ def fake_package(tmp_path: Path, files: dict[str, str]) -> Path:
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_text(text)
     return root
+
+
+def test_no_module_above_the_adapters_names_an_index_file():
+    """Where an index lives and in which files is the store's (and a cache's, its own): a use case, the facade or a
+    frontend asks an engine (issue 68: snapshot export and import are the engine's methods)."""
+    above = ORDER.index("adapters")
+    named = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if layer_of(module_name(path)) >= above:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            text = node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else ""
+            if re.search(r"\.(sqlite|usearch)\b", text):
+                named.append(f"{module_name(path)}:{node.lineno}: {node.value[:60]!r}")
+    assert named == []
 
 
 def test_the_check_catches_an_upward_import(tmp_path):

@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from knowledge.cli import cli
-from knowledge.snapshot import MANIFEST
+from knowledge.store.local_snapshot import MANIFEST
 
 from .conftest import HashingEmbedder, commit, git
 
@@ -182,3 +182,15 @@ def test_a_url_that_cannot_be_fetched_is_refused_in_one_line_and_nothing_is_repl
     assert answer(clone) == before
     assert not list((clone / ".knowledge").glob("*.part"))
     run(clone, "import", expect=2)  # neither a file nor a URL
+
+
+def test_a_shared_store_refuses_export_and_import_in_one_line(exported, postgres_url, monkeypatch):
+    source, snapshot, clone = exported
+    monkeypatch.setenv("KNOWLEDGE_STORE", postgres_url)
+    run(source, "reindex-all", "--quiet", "--wait")
+    said = run(source, "export", str(snapshot.with_name("shared.snapshot")), expect=1).output
+    assert said.strip().endswith("export reads a local index; a shared store is one index for every clone already")
+    assert not snapshot.with_name("shared.snapshot").exists()
+    said = run(clone, "import", str(snapshot), expect=1).output
+    assert said.strip().endswith("import writes a local index; this repository's settings name a shared store")
+    assert len(said.strip().splitlines()) == 1

@@ -16,8 +16,8 @@ import time
 
 import pytest
 
-from knowledge.snapshot import MANIFEST
 from knowledge.snapshot_fetch import FetchLimits, fetch_snapshot
+from knowledge.store.local_snapshot import MANIFEST
 
 from .test_snapshot import _refused, answer, exported, run
 

@@ -44,6 +44,11 @@ class EmbeddingCache:
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("CREATE TABLE IF NOT EXISTS vectors (hash TEXT PRIMARY KEY, vector BLOB NOT NULL)")
 
+    @classmethod
+    def of_model(cls, home: Path, fingerprint: str, dims: int) -> EmbeddingCache:
+        """The user's cache for the model of `fingerprint`, under `home`."""
+        return cls(home / "embeddings" / f"{fingerprint}.sqlite", dims)
+
     def get_many(self, hashes: Sequence[str]) -> dict[str, npt.NDArray[np.float32]]:
         found: dict[str, npt.NDArray[np.float32]] = {}
         unique = list(dict.fromkeys(hashes))

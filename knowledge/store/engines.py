@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
@@ -18,6 +19,7 @@ from .local import LocalStore
 from .local_files import remove_leftovers as remove_local_leftovers
 
 if TYPE_CHECKING:
+    from .local_snapshot import SnapshotInfo
     from .pg_memory import ServerMemory
     from .pg_schema import Connection, IndexTarget
 
@@ -60,6 +62,19 @@ class Engine(Protocol):
 
     def memory(self) -> ServerMemory | None:
         """A shared server's buffer beside what its searches read; None for the local engine."""
+        ...
+
+    def export_snapshot(self, dest: Path, commit: str, manifest: Manifest) -> SnapshotInfo:
+        """Every index in one file at `dest`, stamped with `commit` and the model of `manifest` (the caller holds the
+        writer lock)."""
+        ...
+
+    def import_snapshot(self, info: SnapshotInfo, swap: Callable[[Callable[[], None]], None], max_bytes: int) -> None:
+        """The snapshot `info` describes, checked, then moved in place by `swap` (which takes the writer lock)."""
+        ...
+
+    def origin(self) -> str:
+        """Where the indexes came from: built here, imported from a snapshot of a commit, or a shared store."""
         ...
 
 
@@ -154,6 +169,21 @@ class LocalEngine:
 
     def describe(self) -> str:
         return "local"
+
+    def export_snapshot(self, dest: Path, commit: str, manifest: Manifest) -> SnapshotInfo:
+        from .local_snapshot import export_index
+
+        return export_index(self.root, dest, commit, manifest.model_id, manifest.model_fingerprint)
+
+    def import_snapshot(self, info: SnapshotInfo, swap: Callable[[Callable[[], None]], None], max_bytes: int) -> None:
+        from .local_snapshot import import_index
+
+        import_index(self.root, info, swap, max_bytes)
+
+    def origin(self) -> str:
+        from .local_snapshot import read_origin
+
+        return read_origin(self.root) or "built here"
 
 
 def repository_identity(root: Path, configured: str) -> str:
@@ -269,6 +299,15 @@ class PostgresEngine:
         from .pg_schema import redacted
 
         return f"{redacted(self.url)} (repository {self.repository[:12]}, branch {self.branch})"
+
+    def export_snapshot(self, dest: Path, commit: str, manifest: Manifest) -> SnapshotInfo:
+        raise ConfigError("export reads a local index; a shared store is one index for every clone already")
+
+    def import_snapshot(self, info: SnapshotInfo, swap: Callable[[Callable[[], None]], None], max_bytes: int) -> None:
+        raise ConfigError("import writes a local index; this repository's settings name a shared store")
+
+    def origin(self) -> str:
+        return "a shared store"
 
 
 def engine_for(root: Path, store: str, repository: str = "") -> Engine:

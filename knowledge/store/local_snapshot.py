@@ -24,12 +24,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from .errors import KnowledgeError
-from .fs import atomic_write, fsync_dir, open_new_private, private_dir
-from .interrupts import terminated_as_exit
-from .snapshot_truth import untrue_paths
-from .store import index_dir
-from .store.local_files import index_files_problem
+from ..errors import KnowledgeError
+from ..fs import atomic_write, fsync_dir, open_new_private, private_dir
+from ..interrupts import terminated_as_exit
+from . import index_dir
+from .local_files import index_files_problem
+from .local_snapshot_truth import untrue_paths
 
 SNAPSHOT_FORMAT = 1
 MANIFEST = "snapshot.json"
@@ -146,8 +146,9 @@ def read_manifest(path: Path) -> SnapshotInfo:
 def import_index(root: Path, info: SnapshotInfo, swap: Callable[[Callable[[], None]], None], max_bytes: int) -> None:
     """Unpack `info.path` into a private folder, each file checked against its stated size and checksum, then
     `swap` runs the move into `.knowledge/` (under the writer lock): the kinds the snapshot holds replace the ones
-    there, the others stay. Only plain members whose bytes lie inside the archive are read (a sparse member's
-    stated size is not what it holds), and never more than `max_bytes` in all."""
+    there, the others stay, and the index's origin says it was imported. Only plain members whose bytes lie inside
+    the archive are read (a sparse member's stated size is not what it holds), and never more than `max_bytes` in
+    all."""
     folder = index_dir(root)
     private_dir(folder)
     archive_bytes = info.path.stat().st_size
@@ -205,6 +206,7 @@ def import_index(root: Path, info: SnapshotInfo, swap: Callable[[Callable[[], No
             for name in seen:
                 os.replace(Path(scratch) / name, folder / name)
             fsync_dir(folder)
+            write_origin(root, info.commit)
 
         swap(move)
 

@@ -9,10 +9,10 @@ from collections.abc import Iterable
 from itertools import groupby
 from pathlib import Path
 
-from .git import blobs_at, differs_from_worktree, regular_files_at
-from .path_gate import read_unlinked
-from .secrets import PLACEHOLDER
-from .store.local_files import chunk_texts
+from ..git import blobs_at, differs_from_worktree, regular_files_at
+from ..path_gate import read_unlinked
+from ..secrets import PLACEHOLDER
+from .local_files import chunk_texts
 
 _REDACTED = re.compile(re.escape(PLACEHOLDER).replace(r"\{kind\}", r"[a-z0-9-]+"))
 
