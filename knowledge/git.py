@@ -76,6 +76,22 @@ def run_git(cwd: Path, *args: str, stdin: str | None = None) -> str:
     return result.stdout
 
 
+GENERATED_ATTRIBUTES = ("linguist-generated", "linguist-vendored")
+
+
+def marked_generated(root: Path, paths: list[str]) -> set[str]:
+    """Which of `paths` git's attributes mark generated or vendored (`linguist-generated`, `linguist-vendored`, as
+    GitHub reads them from `.gitattributes`); none outside a repository."""
+    if not paths:
+        return set()
+    try:
+        said = run_git(root, "check-attr", "-z", "--stdin", *GENERATED_ATTRIBUTES, stdin="\0".join(paths) + "\0")
+    except (GitError, NotADirectoryError):
+        return set()
+    fields = said.split("\0")
+    return {fields[n] for n in range(0, len(fields) - 2, 3) if fields[n + 2] in ("set", "true")}
+
+
 def recently_changed(root: Path, commits: int = 100, limit: int = 500) -> list[str]:
     """Paths the last `commits` commits touched, most recent first, at most `limit` ([] outside git or on error)."""
     try:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import threading
 from collections import OrderedDict
+from collections.abc import Iterable
 from pathlib import Path
 
 from . import git
@@ -55,6 +56,7 @@ class KindIndex:
         self._projects: dict[str, str] = {}  # folder -> its project's folder
         self._files: tuple[str, OrderedDict[str, list[Chunk]]] = ("", OrderedDict())
         self._files_lock = threading.Lock()
+        self._generated: tuple[object, dict[str, bool]] = ("", {})  # path -> git's attributes mark it generated
 
     @property
     def searched(self) -> SearchSide:
@@ -154,6 +156,22 @@ class KindIndex:
             if len(kept) > FILES_KEPT:
                 kept.popitem(last=False)
         return chunks
+
+    def marked_generated(self, paths: Iterable[str]) -> set[str]:
+        """Which of `paths` git's attributes mark generated or vendored (`linguist-generated`): git is asked once
+        per index version and commit for the paths not asked before (a warm process asks nothing twice)."""
+        wanted = list(dict.fromkeys(paths))
+        version = (self.store.version(), self.store.commit())
+        with self._files_lock:
+            if self._generated[0] != version:
+                self._generated = (version, {})
+            known = self._generated[1]
+            asked = [path for path in wanted if path not in known]
+        if asked:
+            marked = git.marked_generated(self.root, asked)
+            with self._files_lock:
+                known.update((path, path in marked) for path in asked)
+        return {path for path in wanted if known.get(path)}
 
     def chunk_at(self, path: str, line: int) -> Chunk | None:
         return next((c for c in self.chunks_in(path) if c.line_start == line), None)

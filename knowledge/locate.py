@@ -70,7 +70,10 @@ def locate(
     (("static", its query embedder), and ("dense", the transformer's) once vectors exist)."""
     known = {path: s for s in sources for path in s.searched.files()}
     votes = collect(sources, known, issue, meaning, history, coverages)
-    order = fuse(votes, {path: quiet_path(path, known) for path in known}, test_subjects(known), policy)
+    code = [source for source in sources if source.kind == "code"]
+    generated = code[0].marked_generated([path for path in votes if known[path].kind == "code"]) if code else set()
+    quiet = {path: path in generated or quiet_path(path, known) for path in known}
+    order = fuse(votes, quiet, test_subjects(known), policy)
     chosen = [path for path in order if keep is None or keep(path)][:k]
     return [_located(path, order[path], votes.get(path, []), known, policy) for path in chosen]
 

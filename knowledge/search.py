@@ -164,7 +164,10 @@ def rank(
         keep = options.keep
         pooled = [(c, index) for c, index in pooled if (m := cache.get(index, c.key)) is not None and keep(m)]
     ranked = [(c, cache.get(index, c.key)) for c, index in pooled]
-    order = rank_candidates(ranked, query, options.policy, [index.kind for index in sources])
+    code = [index for index in sources if index.kind == "code"]
+    paths = [chunk.path for chunk in (m for _, m in ranked) if chunk is not None and chunk.kind == "code"]
+    generated = frozenset(code[0].marked_generated(paths)) if code and paths else frozenset()
+    order = rank_candidates(ranked, query, options.policy, [index.kind for index in sources], generated)
     return [(candidate, pooled[position][1]) for position, candidate in order]
 
 

@@ -479,3 +479,30 @@ def test_a_piece_of_a_class_with_no_name_answers_below_the_class_a_question_name
     assert piece[1]["fragment"] < 0
     assert "fragment" not in other[1]
     assert "fragment" not in apply_rules(ranked, "how are attributes read")[0][1]  # the class is not asked about
+
+
+def test_files_git_marks_generated_and_extern_trees_rank_below_the_projects_own_code(git_repo):
+    """`linguist-generated` in `.gitattributes` (as GitHub reads it) and an `extern/` tree are demoted as vendored
+    code is, in search and in locate; the same file unmarked is not."""
+    client = "def settle_invoice_request(invoice):\n    # settle invoice request, settle invoice\n    return invoice\n"
+    commit(
+        git_repo,
+        {
+            "src/billing.py": "def settle_invoice(invoice):\n    return invoice.total\n",
+            "src/billing_client.py": client,
+            "extern/payments/settle.py": client,
+        },
+    )
+    kb = KnowledgeBase.open(git_repo, embedder_factory=lambda s: HashingEmbedder())
+    kb.reindex_all()
+
+    def demoted():
+        results = kb.search("settle invoice request", kind="code", threshold=-1, explain=True).results
+        return {hit.path for hit in results if hit.explain["rule_demoted"] != 0}
+
+    assert demoted() == {"extern/payments/settle.py"}
+    commit(git_repo, {".gitattributes": "src/*_client.py linguist-generated=true\n"})
+    kb.reindex_changes()
+    assert demoted() == {"extern/payments/settle.py", "src/billing_client.py"}
+    files = [f.path for f in kb.locate("settle_invoice_request fails for a paid invoice", k=3).files]
+    assert files.index("src/billing.py") < files.index("src/billing_client.py")

@@ -46,6 +46,7 @@ class Context:
     query: Query
     vote: float  # the fused worth of one first-rank vote
     rules: RankingRules
+    generated: frozenset[str] = frozenset()  # paths git's attributes mark generated or vendored
 
     @property
     def names(self) -> frozenset[str]:  # the names the query asks for
@@ -194,7 +195,11 @@ def _demote(context: Context, scores: Sequence[float]) -> dict[int, float]:
     demoted with their boosts."""
     if context.words & _ASKS_FOR_TESTS:
         return {}
-    return {n: context.rules.demote for n, chunk in context.code() if QUIET_PATH.search(chunk.path)}
+    return {
+        n: context.rules.demote
+        for n, chunk in context.code()
+        if QUIET_PATH.search(chunk.path) or chunk.path in context.generated
+    }
 
 
 def _non_callable(context: Context, scores: Sequence[float]) -> dict[int, float]:
@@ -261,13 +266,17 @@ def rules_for(policy: RankingPolicy, query: Query, kinds: Collection[str]) -> Ra
 
 
 def score(
-    ranked: Sequence[tuple[Candidate, Chunk | None]], query: Query, vote: float, rules: RankingRules
+    ranked: Sequence[tuple[Candidate, Chunk | None]],
+    query: Query,
+    vote: float,
+    rules: RankingRules,
+    generated: frozenset[str] = frozenset(),
 ) -> list[Candidate]:
     """Each candidate with its `ruled` score: its fused score and what every rule of the table added or scaled, in order
     (`vote`: the fused worth of one first-rank vote)."""
     if not rules.enabled:
         return [replace(candidate, ruled=candidate.fused, shares={}) for candidate, _ in ranked]
-    context = Context(ranked, query, vote, rules)
+    context = Context(ranked, query, vote, rules, generated)
     scores = [candidate.fused for candidate, _ in ranked]
     shares: list[dict[Rule, float]] = [{} for _ in ranked]
     for row in RULES:
@@ -309,12 +318,17 @@ def diversify(ranked: Sequence[tuple[Candidate, Chunk | None]], rules: RankingRu
 
 
 def rank(
-    ranked: Sequence[tuple[Candidate, Chunk | None]], query: Query, policy: RankingPolicy, kinds: Collection[str]
+    ranked: Sequence[tuple[Candidate, Chunk | None]],
+    query: Query,
+    policy: RankingPolicy,
+    kinds: Collection[str],
+    generated: frozenset[str] = frozenset(),
 ) -> list[tuple[int, Candidate]]:
-    """The candidates in their final order, each with its position in `ranked`: the rules, then per-file diversity.
-    Fused scores are rank-based, so lists from different stores merge on them directly."""
+    """The candidates in their final order, each with its position in `ranked`: the rules, then per-file diversity
+    (`generated`: the paths git's attributes mark generated, demoted as vendored code is). Fused scores are
+    rank-based, so lists from different stores merge on them directly."""
     rules = rules_for(policy, query, kinds)
-    scored = score(ranked, query, policy.fusion.vote, rules)
+    scored = score(ranked, query, policy.fusion.vote, rules, generated)
     order = sorted(range(len(ranked)), key=lambda i: (-scored[i].ruled, scored[i].dense_order))
     final = diversify([(scored[i], ranked[i][1]) for i in order], rules)
     return [(order[position], candidate) for position, candidate in final]
