@@ -379,6 +379,8 @@ class KnowledgeBase:
     def status(self) -> IndexStatus:
         """What is indexed, with which model, how old, how much is embedded, and what was skipped."""
         if not self.engine.exists("docs"):
+            if self.settings.store == "local" and repo_root(self.root) is None:
+                self.engine.open("docs")  # says the folder is in no git repository, as search and locate do
             return no_index_status(self.root, self.engine.describe())
         return index_status(self.root, self.engine, self.indexes(), self._head(), self.settings.fill)
 

@@ -345,12 +345,13 @@ def test_eval_says_n_a_where_no_doc_has_a_description(git_repo):
     assert "recall@1 0.000" not in said.split("\n")[0]
 
 
-def test_outside_a_repository_a_command_says_so(tmp_path):
-    """Issue 69: outside any repository `search` advised indexing the folder, as if it were one."""
+@pytest.mark.parametrize("command", [["search", "hooks"], ["status"], ["status", "--json"]])
+def test_outside_a_repository_a_command_says_so(tmp_path, command):
+    """Issue 69: outside any repository `search` and `status` advised indexing the folder, as if it were one."""
     folder = tmp_path / "not-a-repo"
     folder.mkdir()
     result = CliRunner().invoke(
-        cli, ["-C", str(folder), "search", "hooks"], obj={"embedder_factory": lambda s: HashingEmbedder()}
+        cli, ["-C", str(folder), *command], obj={"embedder_factory": lambda s: HashingEmbedder()}
     )
     assert result.exit_code == 1
     assert "is in no git repository and has no index" in result.output
