@@ -6,7 +6,6 @@ on the facade and the shared records alone (tests/test_layers.py)."""
 from __future__ import annotations
 
 import importlib.util
-import os
 import shutil
 import sys
 from collections.abc import Callable
@@ -19,7 +18,7 @@ from .child import knowledge_argv, start_detached
 from .config import MODEL_VARIANTS, Settings, load_settings, redact_url
 from .corpus import KINDS
 from .embedding import MODELS, model_spec
-from .errors import ConfigError, IndexNotFoundError, KnowledgeError
+from .errors import IndexNotFoundError, KnowledgeError
 from .fs import make_dirs, open_append, write_file
 from .git import commit_exists, repo_root
 from .interrupts import terminated_as_exit
@@ -30,7 +29,6 @@ from .store.local_snapshot import SnapshotInfo, read_manifest
 __all__ = ["CLIENTS", "MODEL_VARIANTS", "SCOPES", "Change"]
 
 if TYPE_CHECKING:
-    from .dependencies import Dependency
     from .hooks import HookState as HookState
     from .kb import KnowledgeBase
 
@@ -73,68 +71,6 @@ def read_generated(root: Path, name: str) -> str | None:
 def write_generated(root: Path, name: str, text: str) -> Path:
     """Write a generated file at the repository root through the write gate (readable by all, as a committed file)."""
     return write_file(root, generated_file(root, root / name), text, mode=0o644, follow_final=True)
-
-
-def dependencies(root: Path) -> list[Dependency]:
-    """The repository's declared dependencies, each resolved to what is installed (`knowledge deps`)."""
-    from .dependencies import resolve
-
-    return resolve(root)
-
-
-def dependency_named(root: Path, name: str) -> Dependency:
-    """The declared dependency `name` (as PEP 503 compares names), installed; one clear error otherwise."""
-    from .dependencies import normalized
-
-    for dependency in dependencies(root):
-        if normalized(dependency.name) == normalized(name):
-            if dependency.installed is None:
-                raise ConfigError(f"{root}: {name} is declared but {dependency.problem}")
-            return dependency
-    raise ConfigError(f"{root}: {name} is not a declared dependency (see `knowledge deps list`)")
-
-
-def dependency_copy(root: Path, overrides: Overrides, dependency: Dependency) -> tuple[Path, bool]:
-    """The folder in the user cache holding `dependency`'s installed files at its version (one per ecosystem, name and
-    version, shared by every repository that uses it), and whether it was made now: made once, beside it, then
-    renamed in; never changed after."""
-    from .dependencies import normalized, package_files
-
-    base = settings_of(root, overrides).home / "deps"
-    folder = base / dependency.ecosystem / f"{normalized(dependency.name)}-{dependency.installed}"
-    if folder.is_dir():
-        return folder, False
-    building = folder.with_name(f".{folder.name}.{os.getpid()}.building")
-    make_dirs(base, building)
-    for inside, data in package_files(dependency):
-        make_dirs(base, (building / inside).parent)
-        write_file(base, building / inside, data)
-    try:
-        os.replace(building, folder)
-    except OSError:  # another process made it meanwhile: theirs is the same files
-        shutil.rmtree(building, ignore_errors=True)
-        if not folder.is_dir():
-            raise
-        return folder, False
-    return folder, True
-
-
-def dependency_kb(kb: KnowledgeBase, name: str) -> tuple[KnowledgeBase, str, int | None]:
-    """The knowledge base of dependency `name` of `kb`'s repository at the version installed, its source
-    (`click==8.5.1`) and, when it was indexed now, its chunks: built in the user cache the first time any repository
-    asks for that version, then shared; asked with the repository's model."""
-    from .kb import KnowledgeBase
-
-    dependency = dependency_named(kb.root, name)
-    folder, made = dependency_copy(kb.root, {"home": str(kb.settings.home)}, dependency)
-    model: dict[str, object] = {
-        "model": kb.settings.model,
-        "model_variant": kb.settings.model_variant,
-        "home": str(kb.settings.home),
-    }
-    asked = KnowledgeBase.open(folder, overrides=model, embedder_factory=kb.model.embedder_factory)
-    chunks = asked.reindex_all().chunks_total if made or not asked.engine.exists("code") else None
-    return asked, f"{dependency.name}=={dependency.installed}", chunks
 
 
 def settings_of(root: Path, overrides: Overrides) -> Settings:

@@ -133,6 +133,7 @@ class SearchHit:
     reference: str | None = None  # docs-for: the reference that ties the section to what was asked
     relevance: float | None = None  # search: the score the results are ordered by, 1.0: first in both lists
     match_line: int | None = None  # --exact/--substring/--regex: the matching line (line_start..end adds --context)
+    source: str | None = None  # --scope deps/all: where it was found (`click==8.1.7`; "": the repository)
 
 
 @dataclass(frozen=True, slots=True)

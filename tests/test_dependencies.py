@@ -149,3 +149,68 @@ def test_a_dependency_is_indexed_once_at_its_installed_version_and_asked(python_
     missing = CliRunner().invoke(cli, ["-C", str(root), "deps", "search", "missing-pkg", "x"], obj=obj)
     assert missing.exit_code != 0
     assert "missing-pkg is declared but not installed" in missing.output
+
+
+def test_scope_all_interleaves_the_repository_and_its_dependencies_each_result_naming_its_source(
+    python_repo, tmp_path, monkeypatch
+):
+    """Issue 71, item 3: `--scope all` asks the repository and every installed dependency in one answer, `--deps`
+    (`--scope deps`) the dependencies alone; each result names its source, the same from the CLI and from the
+    parameters MCP and HTTP pass."""
+    from knowledge.api.request import SearchRequest
+    from knowledge.dependency_kbs import search_scoped
+    from knowledge.kb import KnowledgeBase
+
+    from .conftest import HashingEmbedder, commit
+
+    root, marker = python_repo
+    monkeypatch.setenv("KNOWLEDGE_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("KNOWLEDGE_FILL", "0")
+    obj = {"embedder_factory": lambda s: HashingEmbedder()}
+    source = next((root / ".venv" / "lib").glob("python3*/site-packages/tinyclick/__init__.py"))
+    source.write_text(source.read_text() + "\n\ndef complete_shell_words(words):\n    return sorted(words)\n")
+    subprocess.run(["git", "init", "-q"], cwd=root, check=True)
+    (root / ".gitignore").write_text(".venv/\n")
+    commit(root, {"app/shell.py": "def complete_shell_words_for_app(words):\n    return list(words)\n"})
+    assert CliRunner().invoke(cli, ["-C", str(root), "reindex-all", "--quiet"], obj=obj).exit_code == 0
+
+    def asked(*words):
+        result = CliRunner().invoke(cli, ["-C", str(root), "search", "complete shell words", "--json", *words], obj=obj)
+        assert result.exit_code == 0, result.output
+        return [(hit.get("source"), hit["path"]) for hit in json.loads(result.output)["results"]]
+
+    everywhere = asked("--scope", "all", "--threshold", "0")
+    assert ("tinyclick==8.1.7", "tinyclick/__init__.py") in everywhere
+    assert ("", "app/shell.py") in everywhere
+    assert {source for source, _ in asked("--deps", "--threshold", "0")} == {"tinyclick==8.1.7"}
+    assert asked("--deps", "--threshold", "0") == asked("--scope", "deps", "--threshold", "0")
+    assert all(source is None for source, _ in asked("--threshold", "0"))  # the repository alone, as before
+    kb = KnowledgeBase.open(root, embedder_factory=lambda s: HashingEmbedder())
+    request = SearchRequest.from_params({"query": "complete shell words", "scope": "all", "threshold": 0})
+    assert [(h.source, h.path) for h in search_scoped(kb, request).results] == everywhere
+    text = CliRunner().invoke(cli, ["-C", str(root), "search", "complete shell words", "--deps"], obj=obj).output
+    assert "tinyclick==8.1.7: tinyclick/__init__.py:" in text
+    both = CliRunner().invoke(cli, ["-C", str(root), "search", "x", "--deps", "--scope", "all"], obj=obj)
+    assert both.exit_code == 2
+    assert "choose one of --deps and --scope all" in both.output
+    assert not marker.exists()
+
+
+def test_interleaving_keeps_each_sources_order_and_merges_by_relevance():
+    from knowledge.dependency_kbs import interleaved
+    from knowledge.records import SearchHit, SearchResponse
+
+    def hit(path, relevance):
+        return SearchHit(id=path, path=path, kind="code", score=None, title="", description="", section="",
+                         line_start=1, line_end=2, content=None, tokens=10, relevance=relevance)  # fmt: skip
+
+    def answer(*hits):
+        return SearchResponse(query="q", results=hits, tokens_used=0, budget=100, omitted=1, threshold=0.2,
+                              full_threshold=0.5, model="m")  # fmt: skip
+
+    merged = interleaved(
+        [("", answer(hit("a", 0.5), hit("b", 0.4), hit("c", None))), ("x==1", answer(hit("d", 0.6), hit("e", 0.3)))],
+        k=4,
+    )
+    assert [(h.source, h.path) for h in merged.results] == [("x==1", "d"), ("", "a"), ("", "b"), ("", "c")]
+    assert merged.omitted == 7 - 4

@@ -13,7 +13,7 @@ PACKAGE = Path(__file__).parent.parent / "knowledge"
 
 LAYERS = {
     "frontends": ("knowledge.cli", "knowledge.server", "knowledge.client", "knowledge.launcher", "knowledge.__main__"),
-    "facade": ("knowledge.kb", "knowledge.admin", "knowledge.model_access"),
+    "facade": ("knowledge.kb", "knowledge.admin", "knowledge.model_access", "knowledge.dependency_kbs"),
     "use cases": (
         "knowledge.indexer",
         "knowledge.embed_pass",
@@ -87,6 +87,7 @@ SIDEWAYS = {
     ("knowledge.kb", "knowledge.model_access"): "the facade's model half",
     ("knowledge.admin", "knowledge.kb"): "its operations take the knowledge base they work on; a dependency's it opens",
     ("knowledge.admin", "knowledge.model_access"): "the variant an existing index was built with, for `config`",
+    ("knowledge.dependency_kbs", "knowledge.kb"): "a dependency's index is a knowledge base, asked as the repository's",
     # use cases work on one index of one kind: KindIndex is their common ground
     ("knowledge.indexer", "knowledge.kind"): "indexes a KindIndex",
     ("knowledge.search", "knowledge.kind"): "searches KindIndexes",

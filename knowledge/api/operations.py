@@ -34,7 +34,10 @@ SEARCH_DOC = """Find the doc sections and code that answer a natural-language qu
 inside a token budget: everything returned, counted in the model's tokens, fits it. Results whose text does not fit
 come back as metadata only (path and lines: follow them with `get_source`).
 Returns the versioned JSON of `knowledge search --json`: results with score, path, section, line_start, line_end,
-content (null when under the full-content threshold), tokens, plus tokens_used, budget and omitted."""
+content (null when under the full-content threshold), tokens, plus tokens_used, budget and omitted.
+To ask how a library the repository uses works, at the version installed (not the one you remember): `dep` (one
+dependency, e.g. "click"), `scope` "deps" (every installed dependency) or "all" (the repository and them); each such
+result names its `source` ("click==8.1.7")."""
 
 LOCATE_DOC = """Where to change for an issue or task: give the text as filed (title, description, tracebacks, code; any
 length). Returns the files most likely to need the change, best first, each with its evidence (frame: a traceback

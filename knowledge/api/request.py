@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 
 KINDS_ASKED = ("all", "docs", "code")
 MATCH_MODES = ("word", "substring", "regex")
+SCOPES = ("repo", "deps", "all")
 MAX_CONTEXT = 20
 MAX_K = 100
 MAX_BUDGET = 50_000
@@ -111,8 +112,14 @@ class SearchRequest:
         (), "Only code in these languages (repeatable; `python`, `go`).", flags=("--lang",), metavar="NAME"
     )
     dep: str = _option(
-        "", "Ask this dependency at the version installed instead of the repository (`knowledge deps list`).",
-        flags=("--dep",), metavar="NAME",
+        "", "Ask this dependency at the version installed instead of the repository (`knowledge deps list`); with "
+        "--scope all, beside it.", flags=("--dep",), metavar="NAME",
+    )  # fmt: skip
+    scope: str = _option(
+        "repo", "Ask the repository, its installed dependencies (each indexed once at its version), or all of them, "
+        "the results interleaved by similarity and each naming its source (`click==8.1.7`).",
+        flags=("--scope",), choices=SCOPES,
+        switches=(("--deps", "deps", "Ask every installed dependency instead of the repository (--scope deps)."),),
     )  # fmt: skip
 
     def __post_init__(self) -> None:

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from .. import admin
+from .. import dependency_kbs
 from ..render import search_to_text
 from .context import open_kb, repository_root
 
@@ -41,7 +41,7 @@ def list_command(ctx: click.Context, as_json: bool) -> None:
     knowledge deps list --json
     """
     root = repository_root(ctx)
-    found = admin.dependencies(root)
+    found = dependency_kbs.dependencies(root)
     if as_json:
         rows = [{**asdict(d), "problem": d.problem} for d in found]
         click.echo(json.dumps({"dependencies": rows}, indent=2))
@@ -66,7 +66,7 @@ def list_command(ctx: click.Context, as_json: bool) -> None:
 def _dependency_kb(ctx: click.Context, name: str, quiet: bool = True) -> tuple[str, KnowledgeBase]:
     """The dependency's source (`click==8.1.7`) and its index in the user cache, built the first time any repository
     asks for that version."""
-    asked, source, chunks = admin.dependency_kb(open_kb(ctx), name)
+    asked, source, chunks = dependency_kbs.dependency_kb(open_kb(ctx), name)
     if not quiet:
         folder = asked.root
         made = f"indexed {chunks} chunks in {folder}" if chunks is not None else f"already indexed in {folder}"

@@ -80,8 +80,15 @@ def search_command(
     knowledge search "retry on timeout" --kind code --path 'src/**' --exclude 'tests/**' --lang python
     knowledge search reindex_changes --exact -C 2
     knowledge search 'def [a-z_]+_changes' --regex --path 'knowledge/**'
+    knowledge search "shell completion for a custom parameter type" --scope all
     """
     switched = [value for _, value, _ in SWITCHES if asked.pop(f"match_{value}")]
+    for name, _, option in search_request_options():  # `--deps`: scope set to "deps"
+        for flag, value, _ in option.switches if name != "match" else ():
+            if asked.pop(f"{name}_{value}"):
+                if asked[name] not in (value, SearchRequest.__dataclass_fields__[name].default):
+                    raise click.UsageError(f"choose one of {flag} and --{name} {asked[name]}")
+                asked[name] = value
     if asked["exact"] + len(switched) > 1:
         raise click.UsageError("choose one of --exact, --substring and --regex")
     if not query.strip():

@@ -26,7 +26,7 @@ _CORE_KEYS = frozenset({"id", "path", "kind", "score", "title", "description", "
 
 
 # A result thinned to fit the budget: where it is and what it is (`show PATH:START-END` reads it; its place: its rank)
-_THIN_KEYS = frozenset({"path", "line_start", "line_end", "symbol", "section", "thin"})
+_THIN_KEYS = frozenset({"path", "line_start", "line_end", "symbol", "section", "thin", "source"})
 
 
 ECHO_CHARS = 200  # of a long question, what the answer echoes: the echo must not spend the budget on itself
@@ -134,7 +134,10 @@ def _hit_lines(hit: SearchHit) -> list[str]:
     score = "  -  " if relevance is None else f"{relevance:.3f}"
     lexical = "  [no vector yet: lexical or static-stage match]" if hit.score is None else ""
     stale = "  [stale: file changed since indexing]" if hit.stale else ""
-    out.append(f"[{score}] {shown(hit.path)}:{hit.line_start}-{hit.line_end}  {shown(what)}{via}{lexical}{stale}")
+    where = f"{shown(hit.source)}: " if hit.source else ""
+    out.append(
+        f"[{score}] {where}{shown(hit.path)}:{hit.line_start}-{hit.line_end}  {shown(what)}{via}{lexical}{stale}"
+    )
     if hit.thin:
         return [*out, ""]
     if hit.drift:

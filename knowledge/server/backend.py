@@ -6,10 +6,8 @@ LocalBackend answers from a warm KnowledgeBase; knowledge.client.RemoteBackend f
 from __future__ import annotations
 
 import threading
-from dataclasses import replace
 from typing import TYPE_CHECKING, Protocol
 
-from .. import admin
 from ..api.request import (
     DocsForFileRequest,
     DocsForRequest,
@@ -21,6 +19,7 @@ from ..api.request import (
     from_params,
 )
 from ..budget import fit_printed
+from ..dependency_kbs import ScopedSearch
 from ..errors import KnowledgeError
 from ..kb import KnowledgeBase
 from ..records import SearchResponse
@@ -77,6 +76,7 @@ class LocalBackend:
         if warm:
             kb.keep_warm()
         self._reindex_lock = threading.Lock()
+        self._scoped = ScopedSearch(kb)
 
     def search(self, params: JsonObject) -> JsonObject:
         """The JSON answer, held to its budget as printed (the widest JSON form: `search --json`'s)."""
@@ -95,11 +95,9 @@ class LocalBackend:
         return {"text": printed(response)}
 
     def _answer(self, request: SearchRequest) -> SearchResponse:
-        """The repository's answer, or with `dep` the dependency's at the version installed, naming it."""
-        if not request.dep:
-            return self.kb.search(request)
-        asked, source, _ = admin.dependency_kb(self.kb, request.dep)
-        return replace(asked.search(replace(request, dep="")), source=source)
+        """The repository's answer, or its dependencies' at the versions installed (`dep`, `scope`), each naming its
+        source."""
+        return self._scoped.search(request)
 
     def locate(self, params: JsonObject) -> JsonObject:
         """Where to change for an issue: the `locate --json` answer, held to its budget as printed."""

@@ -1,0 +1,166 @@
+"""The repository's dependencies as knowledge bases: each declared dependency resolved to what is installed
+(dependencies.py), its files copied once into the user cache at that version, indexed there once and shared by every
+repository that uses it, and asked alone (`--dep NAME`) or beside the repository (`--scope deps|all`)."""
+
+from __future__ import annotations
+
+import heapq
+import os
+import shutil
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from .errors import ConfigError
+from .fs import make_dirs, write_file
+from .records import SearchHit, SearchResponse
+
+if TYPE_CHECKING:
+    from .api.request import SearchRequest
+    from .dependencies import Dependency
+    from .kb import KnowledgeBase
+
+
+def dependencies(root: Path) -> list[Dependency]:
+    """The repository's declared dependencies, each resolved to what is installed (`knowledge deps`)."""
+    from .dependencies import resolve
+
+    return resolve(root)
+
+
+def dependency_named(root: Path, name: str) -> Dependency:
+    """The declared dependency `name` (as PEP 503 compares names), installed; one clear error otherwise."""
+    from .dependencies import normalized
+
+    for dependency in dependencies(root):
+        if normalized(dependency.name) == normalized(name):
+            if dependency.installed is None:
+                raise ConfigError(f"{root}: {name} is declared but {dependency.problem}")
+            return dependency
+    raise ConfigError(f"{root}: {name} is not a declared dependency (see `knowledge deps list`)")
+
+
+def dependency_copy(home: Path, dependency: Dependency) -> tuple[Path, bool]:
+    """The folder under `home` holding `dependency`'s installed files at its version (one per ecosystem, name and
+    version, shared by every repository that uses it), and whether it was made now: made once, beside it, then
+    renamed in; never changed after."""
+    from .dependencies import normalized, package_files
+
+    base = home / "deps"
+    folder = base / dependency.ecosystem / f"{normalized(dependency.name)}-{dependency.installed}"
+    if folder.is_dir():
+        return folder, False
+    building = folder.with_name(f".{folder.name}.{os.getpid()}.building")
+    make_dirs(base, building)
+    for inside, data in package_files(dependency):
+        make_dirs(base, (building / inside).parent)
+        write_file(base, building / inside, data)
+    try:
+        os.replace(building, folder)
+    except OSError:  # another process made it meanwhile: theirs is the same files
+        shutil.rmtree(building, ignore_errors=True)
+        if not folder.is_dir():
+            raise
+        return folder, False
+    return folder, True
+
+
+def dependency_kb(kb: KnowledgeBase, name: str) -> tuple[KnowledgeBase, str, int | None]:
+    """The knowledge base of dependency `name` of `kb`'s repository at the version installed, its source
+    (`click==8.5.1`) and, when it was indexed now, its chunks."""
+    return _opened(kb, dependency_named(kb.root, name))
+
+
+def _opened(kb: KnowledgeBase, dependency: Dependency) -> tuple[KnowledgeBase, str, int | None]:
+    """Built in the user cache the first time any repository asks for that version (its first stage at once, its
+    vectors by a background fill like any index's), then shared; asked with the repository's model."""
+    from .kb import KnowledgeBase
+
+    folder, made = dependency_copy(kb.settings.home, dependency)
+    model: dict[str, object] = {
+        "model": kb.settings.model,
+        "model_variant": kb.settings.model_variant,
+        "home": str(kb.settings.home),
+    }
+    asked = KnowledgeBase.open(folder, overrides=model, embedder_factory=kb.model.embedder_factory)
+    chunks = None
+    if made or not asked.engine.exists("code"):
+        report = asked.reindex_all(embed=False)
+        chunks = report.chunks_total
+        if report.chunks_pending:
+            asked.embed_in_background()
+    return asked, f"{dependency.name}=={dependency.installed}", chunks
+
+
+class ScopedSearch:
+    """Searches from where a request asks: the repository (`scope` repo, the default), one dependency (`dep`), every
+    installed dependency (`scope` deps) or the repository and them (`scope` all), each result naming its source. A
+    dependency's knowledge base, once opened, stays open for the process (a warm server asks it as it asks the
+    repository's)."""
+
+    def __init__(self, kb: KnowledgeBase) -> None:
+        self.kb = kb
+        self._opened: dict[tuple[str, str, str | None], tuple[KnowledgeBase, str]] = {}
+
+    def search(self, request: SearchRequest) -> SearchResponse:
+        if request.scope == "repo" and not request.dep:
+            return self.kb.search(request)
+        alone = replace(request, scope="repo", dep="")
+        if request.dep and request.scope == "repo":  # one dependency instead of the repository
+            asked, source = self._dependency(dependency_named(self.kb.root, request.dep))
+            return replace(asked.search(alone), source=source)
+        answers = [("", self.kb.search(alone))] if request.scope == "all" else []
+        chosen = [dependency_named(self.kb.root, request.dep)] if request.dep else _installed(self.kb.root)
+        for dependency in chosen:
+            asked, source = self._dependency(dependency)
+            answers.append((source, asked.search(alone)))
+        return interleaved(answers, request.k or self.kb.settings.k)
+
+    def _dependency(self, dependency: Dependency) -> tuple[KnowledgeBase, str]:
+        key = (dependency.ecosystem, dependency.name, dependency.installed)
+        if key not in self._opened:
+            asked, source, _ = _opened(self.kb, dependency)
+            self._opened[key] = (asked, source)
+        return self._opened[key]
+
+
+def search_scoped(kb: KnowledgeBase, request: SearchRequest) -> SearchResponse:
+    """`ScopedSearch(kb).search(request)`: one question from where it asks, in a process that asks once."""
+    return ScopedSearch(kb).search(request)
+
+
+def _installed(root: Path) -> list[Dependency]:
+    return [d for d in dependencies(root) if d.installed is not None]
+
+
+def interleaved(answers: list[tuple[str, SearchResponse]], k: int) -> SearchResponse:
+    """One answer from several sources' answers: each source's results kept in its own order and merged by relevance,
+    the score every answer is ordered by (its fused rank with the ranking rules, 1.0 for first place in both lists, in
+    any source alike; it never rises down a list, so the merge is a sorted one), each naming its source; `k` at
+    most. Similarities would not compare: while a source waits for its vectors its results have none."""
+    if not answers:
+        raise ConfigError("no dependency is installed to ask (see `knowledge deps list`)")
+    first = answers[0][1]
+
+    def ranked(source: str, answer: SearchResponse, order: int) -> Iterator[tuple[float, int, int, SearchHit]]:
+        worth = 0.0
+        for position, hit in enumerate(answer.results):  # an --expand neighbour (no relevance) follows its own
+            worth = hit.relevance if hit.relevance is not None else worth
+            yield -worth, order, position, replace(hit, source=source)
+
+    streams = [ranked(source, answer, order) for order, (source, answer) in enumerate(answers)]
+    merged = [hit for *_, hit in heapq.merge(*streams)]
+    found = sum(len(a.results) + a.omitted for _, a in answers)
+    results = tuple(merged[:k])
+    return replace(
+        first,
+        results=results,
+        tokens_used=sum(hit.tokens for hit in results),
+        budget=max(a.budget for _, a in answers),
+        omitted=found - len(results),
+        over_budget=sum(a.over_budget for _, a in answers),
+        dense_coverage=min(a.dense_coverage for _, a in answers),
+        static_coverage=max(a.static_coverage for _, a in answers),
+        source="",
+    )
