@@ -110,12 +110,16 @@ class ScopedSearch:
         if request.dep and request.scope == "repo":  # one dependency instead of the repository
             asked, source = self._dependency(dependency_named(self.kb.root, request.dep))
             return replace(asked.search(alone), source=source)
-        answers = [("", self.kb.search(alone))] if request.scope == "all" else []
+        explained = replace(alone, explain=True)  # each result's similarity in the static stage's space
+        answers = [("", self.kb.search(explained))] if request.scope == "all" else []
         chosen = [dependency_named(self.kb.root, request.dep)] if request.dep else _installed(self.kb.root)
         for dependency in chosen:
             asked, source = self._dependency(dependency)
-            answers.append((source, asked.search(alone)))
-        return interleaved(answers, request.k or self.kb.settings.k)
+            answers.append((source, asked.search(explained)))
+        merged = interleaved(answers, request.k or self.kb.settings.k)
+        if request.explain:
+            return merged
+        return replace(merged, results=tuple(replace(hit, explain=None) for hit in merged.results))
 
     def _dependency(self, dependency: Dependency) -> tuple[KnowledgeBase, str]:
         key = (dependency.ecosystem, dependency.name, dependency.installed)
@@ -135,18 +139,22 @@ def _installed(root: Path) -> list[Dependency]:
 
 
 def interleaved(answers: list[tuple[str, SearchResponse]], k: int) -> SearchResponse:
-    """One answer from several sources' answers: each source's results kept in its own order and merged by relevance,
-    the score every answer is ordered by (its fused rank with the ranking rules, 1.0 for first place in both lists, in
-    any source alike; it never rises down a list, so the merge is a sorted one), each naming its source; `k` at
-    most. Similarities would not compare: while a source waits for its vectors its results have none."""
+    """One answer from several sources' answers (asked with `explain`): each source's results kept in their own order,
+    merged by their similarity to the question in the static stage's space, which every chunk of every source has
+    whether or not its transformer vector has come (one shipped model: the scores compare across sources, where
+    each answer's rank-based relevance does not: a package of sixteen chunks has a first place too); a result that
+    list did not find takes the similarity of the next one of its source that it did. Each result names its source;
+    `k` at most."""
     if not answers:
         raise ConfigError("no dependency is installed to ask (see `knowledge deps list`)")
     first = answers[0][1]
 
     def ranked(source: str, answer: SearchResponse, order: int) -> Iterator[tuple[float, int, int, SearchHit]]:
-        worth = 0.0
-        for position, hit in enumerate(answer.results):  # an --expand neighbour (no relevance) follows its own
-            worth = hit.relevance if hit.relevance is not None else worth
+        known = [_similarity(hit) for hit in answer.results]
+        for position, hit in enumerate(answer.results):
+            worth = next((value for value in known[position:] if value is not None), None)
+            if worth is None:
+                worth = next((value for value in reversed(known[:position]) if value is not None), 0.0)
             yield -worth, order, position, replace(hit, source=source)
 
     streams = [ranked(source, answer, order) for order, (source, answer) in enumerate(answers)]
@@ -164,3 +172,8 @@ def interleaved(answers: list[tuple[str, SearchResponse]], k: int) -> SearchResp
         static_coverage=max(a.static_coverage for _, a in answers),
         source="",
     )
+
+
+def _similarity(hit: SearchHit) -> float | None:
+    value = (hit.explain or {}).get("static_score")
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None

@@ -196,21 +196,23 @@ def test_scope_all_interleaves_the_repository_and_its_dependencies_each_result_n
     assert not marker.exists()
 
 
-def test_interleaving_keeps_each_sources_order_and_merges_by_relevance():
+def test_interleaving_keeps_each_sources_order_and_merges_by_static_similarity():
     from knowledge.dependency_kbs import interleaved
     from knowledge.records import SearchHit, SearchResponse
 
-    def hit(path, relevance):
+    def hit(path, similarity):
         return SearchHit(id=path, path=path, kind="code", score=None, title="", description="", section="",
-                         line_start=1, line_end=2, content=None, tokens=10, relevance=relevance)  # fmt: skip
+                         line_start=1, line_end=2, content=None, tokens=10,
+                         explain={"static_score": similarity})  # fmt: skip
 
     def answer(*hits):
         return SearchResponse(query="q", results=hits, tokens_used=0, budget=100, omitted=1, threshold=0.2,
                               full_threshold=0.5, model="m")  # fmt: skip
 
     merged = interleaved(
-        [("", answer(hit("a", 0.5), hit("b", 0.4), hit("c", None))), ("x==1", answer(hit("d", 0.6), hit("e", 0.3)))],
+        [("", answer(hit("a", 0.5), hit("b", None), hit("c", 0.45))), ("x==1", answer(hit("d", 0.6), hit("e", 0.3)))],
         k=4,
     )
+    # b, which the static list did not find, stands at c's similarity: its source's order is kept
     assert [(h.source, h.path) for h in merged.results] == [("x==1", "d"), ("", "a"), ("", "b"), ("", "c")]
     assert merged.omitted == 7 - 4
