@@ -6,20 +6,24 @@ from __future__ import annotations
 
 import heapq
 import os
+import re
 import shutil
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .errors import ConfigError
+from .errors import ConfigError, KnowledgeError
 from .fs import make_dirs, write_file
-from .records import SearchHit, SearchResponse
+from .records import SearchHit, SearchResponse, SourceText
 
 if TYPE_CHECKING:
-    from .api.request import SearchRequest
+    from .api.request import SearchRequest, SourceRequest
     from .dependencies import Dependency
     from .kb import KnowledgeBase
+
+# a dependency's file or result, as its results name it: `click==8.1.7:click/core.py`, `click==8.1.7:click/core.py#X`
+IN_DEPENDENCY = re.compile(r"^(?P<name>[A-Za-z0-9@][A-Za-z0-9._/@-]*)==(?P<version>[^:/\s]+):(?P<inside>.+)$")
 
 
 def dependencies(root: Path) -> list[Dependency]:
@@ -109,7 +113,8 @@ class ScopedSearch:
         alone = replace(request, scope="repo", dep="")
         if request.dep and request.scope == "repo":  # one dependency instead of the repository
             asked, source = self._dependency(dependency_named(self.kb.root, request.dep))
-            return replace(asked.search(alone), source=source)
+            answer = asked.search(alone)
+            return replace(answer, source=source, results=tuple(_named(hit, source) for hit in answer.results))
         explained = replace(alone, explain=True)  # each result's similarity in the static stage's space
         answers = [("", self.kb.search(explained))] if request.scope == "all" else []
         chosen = [dependency_named(self.kb.root, request.dep)] if request.dep else _installed(self.kb.root)
@@ -120,6 +125,26 @@ class ScopedSearch:
         if request.explain:
             return merged
         return replace(merged, results=tuple(replace(hit, explain=None) for hit in merged.results))
+
+    def source(self, request: SourceRequest) -> SourceText:
+        """Exact lines of a repository file, or of a dependency's file at the version a result named it with (a path
+        `click==8.1.7:click/core.py`, an id `click==8.1.7:click/core.py#Context`), read from its copy in the cache."""
+        asked = request.id or request.path or ""
+        named = IN_DEPENDENCY.match(asked)
+        if named is None or (not request.id and (self.kb.root / asked).exists()):
+            if request.id:
+                return self.kb.source_of_chunk(request.id)
+            return self.kb.source(request.path or "", request.start, request.end)
+        dependency = dependency_named(self.kb.root, named["name"])
+        if dependency.installed != named["version"]:
+            raise KnowledgeError(
+                f"{asked}: {dependency.name} is installed at {dependency.installed} here, not {named['version']}; "
+                "search again"
+            )
+        opened, source = self._dependency(dependency)
+        inside = named["inside"]
+        text = opened.source_of_chunk(inside) if request.id else opened.source(inside, request.start, request.end)
+        return replace(text, path=f"{source}:{text.path}")
 
     def _dependency(self, dependency: Dependency) -> tuple[KnowledgeBase, str]:
         key = (dependency.ecosystem, dependency.name, dependency.installed)
@@ -155,7 +180,7 @@ def interleaved(answers: list[tuple[str, SearchResponse]], k: int) -> SearchResp
             worth = next((value for value in known[position:] if value is not None), None)
             if worth is None:
                 worth = next((value for value in reversed(known[:position]) if value is not None), 0.0)
-            yield -worth, order, position, replace(hit, source=source)
+            yield -worth, order, position, _named(hit, source) if source else replace(hit, source=source)
 
     streams = [ranked(source, answer, order) for order, (source, answer) in enumerate(answers)]
     merged = [hit for *_, hit in heapq.merge(*streams)]
@@ -172,6 +197,11 @@ def interleaved(answers: list[tuple[str, SearchResponse]], k: int) -> SearchResp
         static_coverage=max(a.static_coverage for _, a in answers),
         source="",
     )
+
+
+def _named(hit: SearchHit, source: str) -> SearchHit:
+    """A dependency's result, naming its source, with an id `show` and `get_source` read it by."""
+    return replace(hit, source=source, id=f"{source}:{hit.id}")
 
 
 def _similarity(hit: SearchHit) -> float | None:

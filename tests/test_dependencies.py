@@ -190,6 +190,20 @@ def test_scope_all_interleaves_the_repository_and_its_dependencies_each_result_n
     assert [(h.source, h.path) for h in search_scoped(kb, request).results] == everywhere
     text = CliRunner().invoke(cli, ["-C", str(root), "search", "complete shell words", "--deps"], obj=obj).output
     assert "tinyclick==8.1.7: tinyclick/__init__.py:" in text
+    # a dependency's result is read by its id or its named path, from its copy at that version (`show`, `get_source`)
+    words = ["-C", str(root), "search", "complete shell words", "--deps", "--json"]
+    found = json.loads(CliRunner().invoke(cli, words, obj=obj).output)["results"][0]
+    assert found["id"].startswith("tinyclick==8.1.7:tinyclick/__init__.py#")
+    shown = CliRunner().invoke(cli, ["-C", str(root), "show", found["id"], "--json"], obj=obj)
+    assert shown.exit_code == 0, shown.output
+    lines = json.loads(shown.output)
+    assert lines["path"] == "tinyclick==8.1.7:tinyclick/__init__.py"
+    assert "def complete_shell_words(words):" in lines["lines"]
+    spec = f"tinyclick==8.1.7:tinyclick/__init__.py:{found['line_start']}-{found['line_end']}"
+    assert json.loads(CliRunner().invoke(cli, ["-C", str(root), "show", spec, "--json"], obj=obj).output) == lines
+    stale = CliRunner().invoke(cli, ["-C", str(root), "show", "tinyclick==8.0.0:tinyclick/__init__.py"], obj=obj)
+    assert stale.exit_code == 1
+    assert "tinyclick is installed at 8.1.7 here, not 8.0.0; search again" in stale.output
     both = CliRunner().invoke(cli, ["-C", str(root), "search", "x", "--deps", "--scope", "all"], obj=obj)
     assert both.exit_code == 2
     assert "choose one of --deps and --scope all" in both.output

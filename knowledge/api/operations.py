@@ -54,6 +54,7 @@ OPERATIONS = (
     Operation(
         "source", "POST", "/v1/source", SourceRequest, "get_source",
         "Exact current lines of a repository file (1-based, inclusive), by path and range or by a result's id. "
+        "A dependency's result is read by its id or its named path (`click==8.1.7:click/core.py`) at that version. "
         "Paths outside the repository are refused.",
     ),
     Operation(

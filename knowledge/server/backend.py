@@ -108,11 +108,7 @@ class LocalBackend:
         return {"text": locate_to_text(response)}
 
     def source(self, params: JsonObject) -> JsonObject:
-        request = from_params(SourceRequest, params)
-        if request.id:
-            text = self.kb.source_of_chunk(request.id)
-        else:
-            text = self.kb.source(request.path or "", request.start, request.end)
+        text = self._scoped.source(from_params(SourceRequest, params))
         if len(text.lines) > MAX_SOURCE_LINES:
             raise KnowledgeError(f"{text.path}: {len(text.lines)} lines; ask for at most {MAX_SOURCE_LINES}")
         return source_to_dict(text)
