@@ -117,14 +117,45 @@ class ScopedSearch:
             return replace(answer, source=source, results=tuple(_named(hit, source) for hit in answer.results))
         explained = replace(alone, explain=True)  # each result's similarity in the static stage's space
         answers = [("", self.kb.search(explained))] if request.scope == "all" else []
+        k = request.k or self.kb.settings.k
         chosen = [dependency_named(self.kb.root, request.dep)] if request.dep else _installed(self.kb.root)
-        for dependency in chosen:
+        for dependency in self._worth_asking(chosen, request.query, k):
             asked, source = self._dependency(dependency)
             answers.append((source, asked.search(explained)))
-        merged = interleaved(answers, request.k or self.kb.settings.k)
+        merged = interleaved(answers, k)
         if request.explain:
             return merged
         return replace(merged, results=tuple(replace(hit, explain=None) for hit in merged.results))
+
+    def _worth_asking(self, chosen: list[Dependency], query: str, k: int) -> list[Dependency]:
+        """The dependencies that may hold one of the answer's `k` results, the others left unasked (each search costs
+        ~10 ms; a warm environment has dozens): those the question names, those defining a name it asks for, and
+        those holding one of the `k` chunks of them all nearest to the question in the static stage's space (the
+        space the results are merged in). Every one, where that space cannot compare them."""
+        from .dependencies import normalized
+        from .ranking.query import asked_names
+
+        stage = self.kb.model.static()
+        if stage is None or len(chosen) <= 1:
+            return chosen
+        vector = stage.embed_query(query)
+        names = sorted(asked_names(query))
+        said = query.lower()
+        kept: set[int] = set()
+        nearest: list[tuple[float, int]] = []
+        for position, dependency in enumerate(chosen):
+            parts = re.split(r"[-_.]+", normalized(dependency.name))
+            if re.search(r"\b" + r"[-_. ]?".join(map(re.escape, parts)) + r"\b", said):
+                kept.add(position)
+            opened, _ = self._dependency(dependency)
+            for index in opened.indexes():
+                side = index.searched
+                if side.manifest.static_stage != stage.fingerprint or (names and side.defining(names, 1)):
+                    kept.add(position)
+                nearest += [(found.score, position) for found in side.static_search(vector, k)]
+        nearest.sort(key=lambda pair: -pair[0])
+        kept |= {position for _, position in nearest[:k]}
+        return [dependency for position, dependency in enumerate(chosen) if position in kept]
 
     def source(self, request: SourceRequest) -> SourceText:
         """Exact lines of a repository file, or of a dependency's file at the version a result named it with (a path

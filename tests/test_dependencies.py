@@ -230,3 +230,39 @@ def test_interleaving_keeps_each_sources_order_and_merges_by_static_similarity()
     # b, which the static list did not find, stands at c's similarity: its source's order is kept
     assert [(h.source, h.path) for h in merged.results] == [("x==1", "d"), ("", "a"), ("", "b"), ("", "c")]
     assert merged.omitted == 7 - 4
+
+
+def test_scope_deps_asks_only_the_dependencies_that_may_hold_a_result(python_repo, tmp_path, monkeypatch):
+    """A warm environment has dozens of dependencies: `--scope deps` asks those the question names, those defining a
+    name it asks for, and those holding one of the k chunks nearest to it in the static stage's space (the shipped
+    table, no transformer), and leaves the rest unasked."""
+    from knowledge.api.request import SearchRequest
+    from knowledge.dependency_kbs import ScopedSearch
+    from knowledge.kb import KnowledgeBase
+
+    root, _ = python_repo
+    monkeypatch.setenv("KNOWLEDGE_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("KNOWLEDGE_FILL", "0")
+    site = next((root / ".venv" / "lib").glob("python3*/site-packages"))
+    (site / "tinyclick" / "__init__.py").write_text(
+        'def complete_shell_words(words):\n    """Shell completion: the words a shell may complete."""\n'
+        "    return sorted(words)\n"
+    )
+    util = next(p for p in site.iterdir() if p.is_dir() and p.name.lower() == "tiny_util")
+    (util / "__init__.py").write_text('def add_numbers(a, b):\n    """The sum of two numbers."""\n    return a + b\n')
+    subprocess.run(["git", "init", "-q"], cwd=root, check=True)
+    asked = []
+    search = KnowledgeBase.search
+    monkeypatch.setattr(
+        KnowledgeBase, "search", lambda kb, *a, **kw: asked.append(kb.root.name) or search(kb, *a, **kw)
+    )
+    scoped = ScopedSearch(KnowledgeBase.open(root))
+    first = scoped.search(SearchRequest(query="shell completion words", scope="deps", k=1))
+    assert [hit.source for hit in first.results] == ["tinyclick==8.1.7"]
+    assert asked == ["tinyclick-8.1.7"]  # tiny.util holds nothing near: not asked
+    asked.clear()
+    scoped.search(SearchRequest(query="add_numbers", scope="deps", k=1))  # a name it defines
+    assert "tiny-util-2.0.0" in asked
+    asked.clear()
+    scoped.search(SearchRequest(query="shell completion words in tiny.util", scope="deps", k=1))  # named
+    assert sorted(asked) == ["tiny-util-2.0.0", "tinyclick-8.1.7"]
