@@ -17,7 +17,7 @@ import json
 import os
 import re
 import tomllib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -244,6 +244,67 @@ def _file(path: Path, inside: str) -> Iterator[tuple[str, bytes]]:
         return
     if path.stat().st_size <= MAX_PACKAGE_FILE_BYTES and (data := read_unlinked(path)) is not None:
         yield inside, data
+
+
+# ---- what an installed version defines ---------------------------------------------------------------------------
+def installed_api(root: Path) -> Callable[[str], tuple[bool, str] | None]:
+    """A check of a dotted name a doc writes (`click.shell_completion.CompletionItem`) against the installed Python
+    dependency of `root` whose import name it starts with: None when it starts with none (or the manifests cannot be
+    read: drift says nothing of versions then); (True, "") when that version defines it; (False, why) when it does
+    not. Read from the installed files, never imported."""
+    try:
+        dependencies = resolve(root)
+    except ConfigError:
+        dependencies = []
+    by_import = {
+        Path(d.location).stem: d for d in dependencies if d.ecosystem == "python" and d.installed and d.location
+    }
+
+    def check(dotted: str) -> tuple[bool, str] | None:
+        parts = dotted.split(".")
+        dependency = by_import.get(parts[0])
+        if dependency is None or len(parts) < 2 or dependency.location is None:
+            return None
+        defined = _defines(Path(dependency.location).parent, parts)
+        if defined is None:
+            return None
+        said = f"`{dotted}` is not defined by {dependency.name} {dependency.installed}, the version installed here"
+        return (True, "") if defined else (False, said)
+
+    return check
+
+
+def _defines(base: Path, parts: list[str]) -> bool | None:
+    """Whether the modules under `base` define `parts` (a module path, then a name in it and a member of that);
+    None when it cannot be told from the text (a module-level `__getattr__`, no module found)."""
+    for cut in range(len(parts), 0, -1):
+        module = base.joinpath(*parts[:cut])
+        for candidate in (module / "__init__.py", module.with_suffix(".py")):
+            if candidate.is_file():
+                rest = parts[cut:]
+                if not rest:
+                    return True
+                text = _text(candidate)
+                if re.search(r"(?m)^def __getattr__\(", text):
+                    return None
+                return _names(text, rest[0]) and (len(rest) < 2 or _names(text, rest[1], member=True))
+    return None
+
+
+def _names(text: str, name: str, member: bool = False) -> bool:
+    """Whether module `text` defines, assigns or imports `name` (or, `member`: defines it indented, in a class)."""
+    n = re.escape(name)
+    if member:
+        return re.search(rf"(?m)^\s+(?:async\s+def|def)\s+{n}\b|^\s+{n}\s*(?::[^=\n]*)?=", text) is not None
+    return any(
+        re.search(pattern, text)
+        for pattern in (
+            rf"(?m)^(?:async\s+def|def|class)\s+{n}\b",
+            rf"(?m)^{n}\s*(?::[^=\n]*)?=",
+            rf"(?m)^(?:from\s+\S+\s+)?import\s+[^\n(]*\b{n}\b",
+            rf"(?ms)^from\s+\S+\s+import\s+\([^)]*\b{n}\b[^)]*\)",
+        )
+    )
 
 
 # ---- reading ----------------------------------------------------------------------------------------------------

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -175,8 +176,15 @@ def _check_symbol(
     return None  # never a code entity: inline code that is not a reference
 
 
-def find_drift(root: Path, docs: dict[int, Chunk], code: dict[int, Chunk], since: str | None = None) -> list[DriftItem]:
-    """Every drifted or broken reference of the doc sections, worst first."""
+def find_drift(
+    root: Path,
+    docs: dict[int, Chunk],
+    code: dict[int, Chunk],
+    since: str | None = None,
+    installed: Callable[[str], tuple[bool, str] | None] | None = None,
+) -> list[DriftItem]:
+    """Every drifted or broken reference of the doc sections, worst first; `installed` checks a name under a
+    dependency's import name against the version installed (dependencies.installed_api)."""
     head = git.head_commit(root)
     if head is None:
         return []
@@ -201,7 +209,10 @@ def find_drift(root: Path, docs: dict[int, Chunk], code: dict[int, Chunk], since
                 if kind == "symbol":
                     if not distinctive(reference.removeprefix("symbol:")):
                         continue  # `search`, `status`: as often a command or a word as a function
-                    found = _check_symbol(history, names, base, target)
+                    of_dependency = installed(target) if installed is not None else None
+                    found = _check_symbol(history, names, base, target) if of_dependency is None else None
+                    if of_dependency is not None and not of_dependency[0]:
+                        found = ("broken", of_dependency[1], [], 0)  # the installed version's truth, not history's
                     if found is None:
                         continue
                     status, summary, commits, lines = found

@@ -16,6 +16,7 @@ from .api.request import LocateRequest, SearchRequest
 from .chunking import CHUNKER_VERSION
 from .config import Settings, load_settings
 from .corpus import KINDS
+from .dependencies import installed_api
 from .doc_lint import lint_docs
 from .docs_for import by_meaning, docs_for, meaning_query
 from .drift import find_drift
@@ -315,9 +316,9 @@ class KnowledgeBase:
         The whole-history answer is kept in `.knowledge/drift.json` so search results can carry it."""
         if not self.engine.present("docs"):  # no index here (a pre-commit hook in any repository): read the files
             chunks = tree_chunks(self.root, self.settings, self._counter_or_estimate(), self._head())
-            return find_drift(self.root, chunks["docs"], chunks["code"], since)
+            return find_drift(self.root, chunks["docs"], chunks["code"], since, installed_api(self.root))
         docs = self.index("docs")
-        items = find_drift(self.root, docs.all_chunks(), self._code_chunks(), since)
+        items = find_drift(self.root, docs.all_chunks(), self._code_chunks(), since, installed_api(self.root))
         if since is None:
             drift_notes.save(self.root, docs, items)
         return items

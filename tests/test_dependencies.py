@@ -266,3 +266,38 @@ def test_scope_deps_asks_only_the_dependencies_that_may_hold_a_result(python_rep
     asked.clear()
     scoped.search(SearchRequest(query="shell completion words in tiny.util", scope="deps", k=1))  # named
     assert sorted(asked) == ["tiny-util-2.0.0", "tinyclick-8.1.7"]
+
+
+def test_drift_flags_an_api_the_installed_version_does_not_define(python_repo, tmp_path, monkeypatch):
+    """Issue 71, item 4: a doc naming `tinyclick.shell_completion.CompletionItem` while tinyclick 8.1.7 installed here
+    has no such module is broken, said with the version; what the installed version defines (a function, a class's
+    method, a name its package re-exports) is not; the package is read, never imported."""
+    from .conftest import HashingEmbedder, commit
+
+    root, marker = python_repo
+    monkeypatch.setenv("KNOWLEDGE_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("KNOWLEDGE_FILL", "0")
+    package = next((root / ".venv" / "lib").glob("python3*/site-packages/tinyclick"))
+    (package / "__init__.py").write_text((package / "__init__.py").read_text() + "\nfrom .core import Group as Group\n")
+    (package / "core.py").write_text("class Group:\n    def result_callback(self, f):\n        return f\n")
+    subprocess.run(["git", "init", "-q"], cwd=root, check=True)
+    (root / ".gitignore").write_text(".venv/\n")
+    doc = (
+        "---\ndescription: Using tinyclick.\n---\n# Commands\n\nGroups run `tinyclick.core.Group.result_callback` "
+        "(also `tinyclick.Group`); completion comes from `tinyclick.shell_completion.CompletionItem`, and the old "
+        "`tinyclick.core.Group.resultcallback` is gone.\n"
+    )
+    commit(root, {"docs/commands.md": doc, "app/main.py": "def main():\n    return 1\n"})
+    obj = {"embedder_factory": lambda s: HashingEmbedder()}
+    for indexed in (False, True):  # with no index (a pre-commit hook), then with one
+        if indexed:
+            assert CliRunner().invoke(cli, ["-C", str(root), "reindex-all", "--quiet"], obj=obj).exit_code == 0
+        said = CliRunner().invoke(cli, ["-C", str(root), "drift", "--json"], obj=obj)
+        broken = {item["reference"]: item["summary"] for item in json.loads(said.output)["items"]}
+        assert broken == {
+            "symbol:tinyclick.shell_completion.CompletionItem": "`tinyclick.shell_completion.CompletionItem` is not "
+            "defined by tinyclick 8.1.7, the version installed here",
+            "symbol:tinyclick.core.Group.resultcallback": "`tinyclick.core.Group.resultcallback` is not defined by "
+            "tinyclick 8.1.7, the version installed here",
+        }, said.output
+    assert not marker.exists()
