@@ -29,6 +29,8 @@ MAX_FILE_BYTES = 32 * 1024 * 1024  # a lockfile or a manifest bigger than this i
 _NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
 _PIN = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[[^\]]*\])?\s*==\s*([\w.+!-]+)\s*(?:;.*)?$")
 ENVIRONMENTS = (".venv", "venv", "env")
+# a doc's `name.json` is a file: not a dependency's API (drift)
+FILE_SUFFIXES = frozenset({"json", "jsonl", "yaml", "yml", "toml", "md", "txt", "cfg", "ini", "lock", "log", "html"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -263,8 +265,8 @@ def installed_api(root: Path) -> Callable[[str], tuple[bool, str] | None]:
     def check(dotted: str) -> tuple[bool, str] | None:
         parts = dotted.split(".")
         dependency = by_import.get(parts[0])
-        if dependency is None or len(parts) < 2 or dependency.location is None:
-            return None
+        if dependency is None or len(parts) < 2 or dependency.location is None or parts[-1] in FILE_SUFFIXES:
+            return None  # `mcp.json` is a file's name, not the mcp package's API
         defined = _defines(Path(dependency.location).parent, parts)
         if defined is None:
             return None

@@ -285,7 +285,7 @@ def test_drift_flags_an_api_the_installed_version_does_not_define(python_repo, t
     doc = (
         "---\ndescription: Using tinyclick.\n---\n# Commands\n\nGroups run `tinyclick.core.Group.result_callback` "
         "(also `tinyclick.Group`); completion comes from `tinyclick.shell_completion.CompletionItem`, and the old "
-        "`tinyclick.core.Group.resultcallback` is gone.\n"
+        "`tinyclick.core.Group.resultcallback` is gone; settings go in `tinyclick.toml`.\n"
     )
     commit(root, {"docs/commands.md": doc, "app/main.py": "def main():\n    return 1\n"})
     obj = {"embedder_factory": lambda s: HashingEmbedder()}
