@@ -61,6 +61,9 @@ def test_mcp_stdio_tools(git_repo, monkeypatch):
     assert "budget" in by_name["search"].description
     data = json.loads(text_of(search))
     assert data["format_version"] == 2
+    assert search.structured_content == data  # the object itself, as documented (not {"result": "<its JSON>"})
+    assert located.structured_content == answer
+    assert by_name["search"].output_schema["type"] == "object"
     assert data["results"][0]["path"] == "docs/hooks.md"
     assert json.loads(text_of(source))["lines"] == ["# Git hooks"]
     assert outside.is_error

@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any
 from ..api.operations import OPERATIONS
 from ..api.request import Declared, request_options, required_fields
 from ..errors import KnowledgeError
-from ..render.base import escaped_json
 from .backend import Backend
 
 KEYWORD = inspect.Parameter.KEYWORD_ONLY
@@ -30,17 +29,21 @@ sections that refer to a file, a line's function or a symbol before you change i
 path:line_start-line_end."""
 
 
-def _call(operation: Callable[[], JsonObject]) -> str:
-    """JSON text of an operation; our errors become tool errors the agent can read (not opaque crashes)."""
+def _call(operation: Callable[[], JsonObject]) -> JsonObject:
+    """An operation's answer as the object its JSON schema documents (the tool's structured result, and its text the
+    same JSON); a lone surrogate of an undecodable file name arrives as U+FFFD. Our errors become tool errors the
+    agent can read (not opaque crashes)."""
     from mcp.server.mcpserver.exceptions import ToolError
 
     try:
-        return escaped_json(json.dumps(operation(), ensure_ascii=False))
+        answer = _without_surrogates(operation())
     except KnowledgeError as exc:
         raise ToolError(str(exc)) from exc
+    assert isinstance(answer, dict)
+    return answer
 
 
-def _tool(answer: Callable[..., JsonObject], request: Declared | None, name: str) -> Callable[..., str]:
+def _tool(answer: Callable[..., JsonObject], request: Declared | None, name: str) -> Callable[..., JsonObject]:
     """A tool whose parameters, their types and descriptions are made from its request's one declaration (none: a
     tool without parameters); the request validates what the agent sends, as for every frontend."""
     from typing import Annotated, cast
@@ -64,14 +67,14 @@ def _tool(answer: Callable[..., JsonObject], request: Declared | None, name: str
         described_as = described[annotation, Field(description=option.help)]
         parameters.append(inspect.Parameter(field_name, KEYWORD, default=default, annotation=described_as))
 
-    def tool(**arguments: Any) -> str:  # noqa: ANN401 - JSON values, checked by the request
+    def tool(**arguments: Any) -> JsonObject:  # noqa: ANN401 - JSON values, checked by the request
         if request is None:
             return _call(answer)
         return _call(lambda: answer({key: value for key, value in arguments.items() if value is not None}))
 
     tool.__name__ = name
-    tool.__signature__ = inspect.Signature(parameters, return_annotation=str)  # type: ignore[attr-defined]
-    tool.__annotations__ = {p.name: p.annotation for p in parameters} | {"return": str}
+    tool.__signature__ = inspect.Signature(parameters, return_annotation=dict[str, Any])  # type: ignore[attr-defined]
+    tool.__annotations__ = {p.name: p.annotation for p in parameters} | {"return": dict[str, Any]}
     return tool
 
 
