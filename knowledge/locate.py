@@ -25,6 +25,7 @@ from .issue import Frame, IssueText
 from .kind import KindIndex
 from .lexical import terms
 from .quiet import is_quiet
+from .ranking.fusion import ranks_by_votes, reciprocal_rank
 from .ranking.query import name_key
 from .records import Chunk, LocatedEntity, LocatedFile, LocateEvidence, group_key
 
@@ -262,10 +263,7 @@ def fuse(
     for path, path_votes in votes.items():
         for signal, score, _, _ in path_votes:
             per_signal[signal][path] += score
-    scores: dict[str, float] = defaultdict(float)
-    for by_path in per_signal.values():
-        for rank, path in enumerate(sorted(by_path, key=lambda p: (-by_path[p], p))):
-            scores[path] += 1.0 / (policy.rank_constant + rank + 1)
+    scores = reciprocal_rank(((ranks_by_votes(by_path), 1.0) for by_path in per_signal.values()), policy.rank_constant)
     final: dict[str, float] = defaultdict(float)
     for path, score in scores.items():
         if quiet.get(path, False):
@@ -318,10 +316,7 @@ def _located(
         evidence[(signal, detail)] = max(evidence.get((signal, detail), 0.0), value)
         if key is not None:
             per_signal[signal][key] += value
-    fused: dict[int | str, float] = defaultdict(float)
-    for votes_of in per_signal.values():
-        for rank, key in enumerate(sorted(votes_of, key=lambda k: (-votes_of[k], str(k)))):
-            fused[key] += 1.0 / (policy.rank_constant + rank + 1)
+    fused = reciprocal_rank(((ranks_by_votes(votes_of), 1.0) for votes_of in per_signal.values()), policy.rank_constant)
     frames = per_signal.get("frame", {})
     order = sorted(fused, key=lambda k: (-frames.get(k, 0.0), -fused[k], str(k)))
     index = known[path]

@@ -3,11 +3,30 @@ reciprocal rank. A `Candidate` is a value: the rules and the cut return new ones
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence, Set
+from collections.abc import Hashable, Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass, field
 from enum import Enum
+from typing import TypeVar
 
 from .policy import FusionParams
+
+Item = TypeVar("Item", bound=Hashable)
+
+
+def reciprocal_rank(ranked: Iterable[tuple[Mapping[Item, int], float]], rank_constant: float) -> dict[Item, float]:
+    """Reciprocal-rank fusion, the one every answer uses (search's lists of chunks, locate's signals over files and
+    over a file's entities): in each list an item at rank r (from 1) is worth weight / (rank_constant + r); an item's
+    score is its sum over the lists, in the order they first name it."""
+    fused: dict[Item, float] = {}
+    for ranks, weight in ranked:
+        for item, rank in ranks.items():
+            fused[item] = fused.get(item, 0.0) + weight / (rank_constant + rank)
+    return fused
+
+
+def ranks_by_votes(votes: Mapping[Item, float]) -> dict[Item, int]:
+    """Items ranked by their votes, most first (equal votes by the item's text): item -> its rank, from 1."""
+    return {item: rank for rank, item in enumerate(sorted(votes, key=lambda i: (-votes[i], str(i))), start=1)}
 
 
 class Rule(Enum):
@@ -57,13 +76,11 @@ def fuse(
     every chunk it holds, with or without a transformer vector, and votes `static_weight` of the transformer's."""
     lexical_weight = params.lexical_weight * lexical_scale(query_terms, params)
     static_weight = params.dense_weight * params.static_weight
-    fused: dict[int, float] = {}
     dense_of = {key: (rank, cosine) for rank, (key, cosine) in enumerate(dense, start=1)}
     static_of = {key: (rank, score) for rank, (key, score) in enumerate(static, start=1)}
     lexical_of = {key: (rank, score) for rank, (key, score) in enumerate(lexical, start=1)}
-    for of, weight in ((dense_of, params.dense_weight), (static_of, static_weight), (lexical_of, lexical_weight)):
-        for key, (rank, _) in of.items():
-            fused[key] = fused.get(key, 0.0) + weight / (params.k + rank)
+    lists = ((dense_of, params.dense_weight), (static_of, static_weight), (lexical_of, lexical_weight))
+    fused = reciprocal_rank((({key: rank for key, (rank, _) in of.items()}, weight) for of, weight in lists), params.k)
     exact = exact_keys & fused.keys()
     for key in exact:
         fused[key] += params.exact_boost / (params.k + 1)
