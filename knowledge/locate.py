@@ -68,15 +68,16 @@ def locate(
     coverages: Sequence[Coverage] | None = None,
 ) -> list[LocatedFile]:
     """The `k` files to change for `issue`, best first; `meaning` are the dense stages the sources answer with
-    (("static", its query embedder), and ("dense", the transformer's) once vectors exist)."""
-    known = {path: s for s in sources for path in s.searched.files()}
-    votes = collect(sources, known, issue, meaning, history, coverages)
+    (("static", its query embedder), and ("dense", the transformer's) once vectors exist). `keep` filters before
+    the fusion, as search's filters do: a file left out casts no vote and passes none to its subject."""
+    known = {path: s for s in sources for path in s.searched.files() if keep is None or keep(path)}
+    votes = {path: cast for path, cast in collect(sources, known, issue, meaning, history, coverages).items()
+             if path in known}  # fmt: skip
     code = [source for source in sources if source.kind == "code"]
     generated = code[0].marked_generated([path for path in votes if known[path].kind == "code"]) if code else set()
     quiet = {path: path in generated or quiet_path(path, known) for path in known}
     order = fuse(votes, quiet, test_subjects(known), policy)
-    chosen = [path for path in order if keep is None or keep(path)][:k]
-    return [_located(path, order[path], votes.get(path, []), known, policy) for path in chosen]
+    return [_located(path, order[path], votes.get(path, []), known, policy) for path in list(order)[:k]]
 
 
 def collect(

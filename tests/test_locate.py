@@ -200,6 +200,13 @@ def test_path_and_exclude_filters_hold_in_locate(shop):
     assert "shop/parser.py" not in paths
     _, paths = located(shop, "parse_price and format_amount both misbehave", "--path", "shop/money.py")
     assert paths == ["shop/money.py"]
+    # filters hold before the fusion (issue 69): an excluded test passes no votes to its subject
+    issue = "test_parse_price fails: parse_price('(1)') is wrong"
+    scores = [
+        {f["path"]: f["score"] for f in located(shop, issue, *words)[0]["files"]}["shop/parser.py"]
+        for words in ((), ("--exclude", "tests/**"))
+    ]
+    assert scores[1] < scores[0]
 
 
 def test_history_takes_file_names_and_messages_that_are_not_utf8(git_repo):
