@@ -155,6 +155,28 @@ class SearchResponse:
 
 
 @dataclass(frozen=True, slots=True)
+class LocateSignal:
+    """One kind of evidence `locate` weighs: its name (a vote's, the evidence's), what it says of a file, and whether
+    its detail is free text (a message, a commit's subject: quoted when shown). The MCP tool's description, the JSON
+    docs and the renderer read the table; adding a signal is a row and the function that casts its votes."""
+
+    name: str
+    says: str
+    quoted: bool = False
+
+
+LOCATE_SIGNALS = (
+    LocateSignal("frame", "a traceback frame ran there (its file, line and function)"),
+    LocateSignal("path", "the text names the file, its module, or a word that is the module's name"),
+    LocateSignal("name", "a name the text's code uses is defined there"),
+    LocateSignal("message", "a quoted error message is written there", quoted=True),
+    LocateSignal("words", "its words are the text's (the lexical index)"),
+    LocateSignal("meaning", "it means what the text means (the static stage, the transformer once vectors exist)"),
+    LocateSignal("history", "a past commit whose message reads like the text changed it (its subject)", quoted=True),
+)
+
+
+@dataclass(frozen=True, slots=True)
 class LocateEvidence:
     """Why a file is in a `locate` answer: the signal (frame, path, name, message, words, meaning, history) and what
     it matched (the frame, the name, the message, the commit)."""

@@ -394,3 +394,31 @@ def test_a_jvm_go_and_javascript_trace_put_the_frames_file_and_function_first(gi
     data, paths = located(git_repo, js)
     assert paths[0] == "web/format.js"
     assert data["files"][0]["entities"][0]["name"] == "format"
+
+
+def test_every_signal_locate_casts_is_a_row_of_the_table_the_docs_and_the_tool_read():
+    """Issue 69: locate's signals are rows (records.LOCATE_SIGNALS); the votes locate.py casts name exactly those
+    rows, the MCP tool's description and docs/json-output.md say each, and the renderer quotes the free-text ones."""
+    import ast
+    from pathlib import Path
+
+    from knowledge.api.operations import LOCATE_DOC
+    from knowledge.records import LOCATE_SIGNALS
+    from knowledge.render.locate import QUOTED
+
+    source = Path(__file__).resolve().parent.parent / "knowledge" / "locate.py"
+    cast = set()
+    for node in ast.walk(ast.parse(source.read_text())):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "append":
+            first = node.args[0] if node.args else None
+            if isinstance(first, ast.Tuple) and isinstance(first.elts[0], ast.Constant):
+                cast.add(first.elts[0].value)  # votes[path].append(("frame", ...))
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "_per_file":
+            cast.add(node.args[2].value)  # _per_file(source, hits, "words", votes)
+    names = {signal.name for signal in LOCATE_SIGNALS}
+    assert cast == names
+    documented = (Path(__file__).resolve().parent.parent / "docs" / "json-output.md").read_text()
+    row = next(line for line in documented.splitlines() if line.startswith("| `files[].evidence`"))
+    assert all(f"`{name}`" in row for name in names)
+    assert all(f"{signal.name}: {signal.says}" in LOCATE_DOC for signal in LOCATE_SIGNALS)
+    assert {signal.name for signal in LOCATE_SIGNALS if signal.quoted} == QUOTED == {"message", "history"}

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..records import LOCATE_SIGNALS
 from .request import (
     Declared,
     DocsForFileRequest,
@@ -39,12 +40,13 @@ To ask how a library the repository uses works, at the version installed (not th
 dependency, e.g. "click"), `scope` "deps" (every installed dependency) or "all" (the repository and them); each such
 result names its `source` ("click==8.1.7")."""
 
-LOCATE_DOC = """Where to change for an issue or task: give the text as filed (title, description, tracebacks, code; any
-length). Returns the files most likely to need the change, best first, each with its evidence (frame: a traceback
-frame; path: the text names the file or module; name: a symbol the text uses is defined there; message: a quoted
-error message is written there; words; meaning; history: past commits like this text changed it) and its entities
-(functions, classes, sections, each with its whole line range: follow them with `get_source`). The question is not
-echoed; all of it fits the token budget."""
+LOCATE_DOC = (
+    "Where to change for an issue or task: give the text as filed (title, description, tracebacks, code; any "
+    "length). Returns the files most likely to need the change, best first, each with its evidence ("
+    + "; ".join(f"{signal.name}: {signal.says}" for signal in LOCATE_SIGNALS)
+    + ") and its entities (functions, classes, sections, each with its whole line range: follow them with "
+    "`get_source`). The question is not echoed; all of it fits the token budget."
+)
 
 OPERATIONS = (
     Operation("search", "POST", "/v1/search", SearchRequest, "search", SEARCH_DOC),

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING
 
+from ..records import LOCATE_SIGNALS
 from .base import SEARCH_FORMAT_VERSION, clip, escaped_json, shown
 
 if TYPE_CHECKING:
@@ -40,7 +41,7 @@ def locate_to_dict(response: LocateResponse) -> JsonObject:
     }
 
 
-QUOTED = {"message", "history"}  # evidence whose detail is free text (a message, a commit's subject): quoted
+QUOTED = {signal.name for signal in LOCATE_SIGNALS if signal.quoted}
 
 
 def _evidence(signal: str, detail: str) -> str:
