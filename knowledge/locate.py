@@ -24,6 +24,7 @@ from .chunking.languages import language_of
 from .issue import Frame, IssueText
 from .kind import KindIndex
 from .lexical import terms
+from .pieces import whole
 from .quiet import is_quiet
 from .ranking.fusion import ranks_by_votes, reciprocal_rank
 from .ranking.query import name_key
@@ -348,9 +349,9 @@ def _definitions(chunks: Sequence[Chunk]) -> dict[str, LocatedEntity]:
         parts_of[group_key(chunk.id)].append(chunk)
     out: dict[str, LocatedEntity] = {}
     for whole_id, parts in parts_of.items():
-        start, end = min(c.line_start for c in parts), max(c.line_end for c in parts)
-        whole = LocatedEntity(whole_id, _label(parts[0]), start, end)
-        out.update((c.id, whole) for c in parts)
+        first, start, end = whole(parts)
+        entity = LocatedEntity(whole_id, _label(first), start, end)
+        out.update((c.id, entity) for c in parts)
     return out
 
 

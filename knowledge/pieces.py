@@ -10,7 +10,7 @@ from dataclasses import replace
 
 from .records import Chunk, group_key, is_part
 
-__all__ = ["group_key", "head", "is_part", "matched", "merge", "signature"]
+__all__ = ["group_key", "head", "is_part", "matched", "merge", "signature", "whole"]
 
 
 def _overlap(text: str, following: str) -> int:
@@ -21,11 +21,17 @@ def _overlap(text: str, following: str) -> int:
     return 0
 
 
+def whole(parts: Sequence[Chunk]) -> tuple[Chunk, int, int]:
+    """The parts of one entity or section as the entity: its first part (by line) and the union of their lines (the
+    one rule search's results and locate's entities are made by)."""
+    first = min(parts, key=lambda c: (c.line_start, c.line_end))
+    return first, first.line_start, max(c.line_end for c in parts)
+
+
 def merge(parts: Sequence[Chunk]) -> Chunk:
     """The parts of one entity or section as one chunk: the union of their lines, the text once."""
     ordered = sorted(parts, key=lambda c: (c.line_start, c.line_end))
-    first = ordered[0]
-    start, end = first.line_start, max(c.line_end for c in ordered)
+    first, start, end = whole(ordered)
     if all(c.content.count("\n") == c.line_end - c.line_start for c in ordered):  # one content line per file line
         lines: dict[int, str] = {}
         for chunk in ordered:

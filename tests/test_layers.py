@@ -102,7 +102,11 @@ SIDEWAYS = {
     ("knowledge.answer", "knowledge.kind"): "answers over KindIndexes",
     ("knowledge.answer", "knowledge.drift_notes"): "the last drift run's notes on the doc sections answered",
     ("knowledge.locate", "knowledge.kind"): "locates over KindIndexes",
-    ("knowledge.locate", "knowledge.ranking"): "names compared as ranking compares them",
+    (
+        "knowledge.locate",
+        "knowledge.ranking",
+    ): "names compared as ranking compares them; the one reciprocal-rank fusion",
+    ("knowledge.locate", "knowledge.pieces"): "an entity made whole from its parts by search's rule",
     ("knowledge.locate_answer", "knowledge.locate"): "the evidence fused into files",
     ("knowledge.locate_answer", "knowledge.kind"): "answers over KindIndexes",
     ("knowledge.locate_answer", "knowledge.answer"): "the static stage each source answers with, as search's",
