@@ -210,7 +210,7 @@ for line in sys.stdin:
                     vector = dense(L.salient(issue))
                     for s in sources:
                         if s.coverage().embedded:
-                            found = [(h.key, h.score) for h in s.searched.dense_search(vector, L.DEPTH)]
+                            found = [(h.key, h.score) for h in s.searched.dense_search(vector, L.LocatePolicy().depth)]
                             L._per_file(s, found, "dense", by_dense)
                     row["dense_votes"] = {p: [[v[0], v[1]] for v in vs] for p, vs in by_dense.items()}
     print(json.dumps(row), flush=True)

@@ -35,11 +35,7 @@ if TYPE_CHECKING:
 
     from .store import Coverage
 
-DEPTH = 400  # chunks read from each ranked list
-ENTITIES_PER_FILE = 5  # a file's functions, classes or sections named in the answer, best first
-COMMON_NAME_FILES = 12  # a name defined in more files than this says nothing of where
 MODULE_DEPTH = 12  # a dotted name's longest prefix tried as a module path: bounds the work a pasted `a.a.a…` costs
-FEW_FILES = 3  # a word naming more modules than this (`utils`, `base`) says nothing of which
 _TEST_SUBJECT = re.compile(r"(?:^|/)(?:test_)?([^/]+?)(?:_tests?)?\.\w+$")
 _DOC_FOLDER = re.compile(r"(^|/)\.github/")
 _RECORD_NAME = re.compile(r"(^|/)(changelog|changes|history|news|authors)[^/]*(/|$)", re.I)  # HISTORY.rst, changes/
@@ -52,6 +48,10 @@ class LocatePolicy:
 
     rank_constant: float = 5.0  # a signal's first file gets 1/(k+1), its tenth 1/(k+10)
     quiet_damping: float = 0.3  # what a test, a doc or a template keeps of its own votes; the rest goes to its subject
+    depth: int = 400  # chunks read from each ranked list
+    entities_per_file: int = 5  # a file's functions, classes or sections named in the answer, best first
+    common_name_files: int = 12  # a name defined in more files than this says nothing of where
+    few_files: int = 3  # a word naming more modules than this (`utils`, `base`) says nothing of which
 
 
 Stage = tuple[str, Callable[[str], "np.ndarray"]]  # "static" or "dense", and its query embedder
@@ -72,7 +72,7 @@ def locate(
     (("static", its query embedder), and ("dense", the transformer's) once vectors exist). `keep` filters before
     the fusion, as search's filters do: a file left out casts no vote and passes none to its subject."""
     known = {path: s for s in sources for path in s.searched.files() if keep is None or keep(path)}
-    votes = {path: cast for path, cast in collect(sources, known, issue, meaning, history, coverages).items()
+    votes = {path: cast for path, cast in collect(sources, known, issue, meaning, history, coverages, policy).items()
              if path in known}  # fmt: skip
     code = [source for source in sources if source.kind == "code"]
     generated = code[0].marked_generated([path for path in votes if known[path].kind == "code"]) if code else set()
@@ -88,20 +88,21 @@ def collect(
     meaning: Sequence[Stage] = (),
     history: Callable[[Sequence[str]], list[tuple[str, float, str]]] | None = None,
     coverages: Sequence[Coverage] | None = None,
+    policy: LocatePolicy = LocatePolicy(),
 ) -> dict[str, list[Vote]]:
     """Every signal's votes, per file (`coverages`: the sources', as the request read them)."""
     code = next((s for s in sources if s.kind == "code"), None)
     votes: dict[str, list[Vote]] = defaultdict(list)
     if code is not None:
-        _frames_and_paths(issue, known, votes)
-        _names(code, issue, votes)
+        _frames_and_paths(issue, known, votes, policy)
+        _names(code, issue, votes, policy)
         _messages(code, issue, votes)
     text = salient(issue)
     vectors = [(stage, embed(text)) for stage, embed in meaning]
     for source, coverage in zip(sources, coverages or [s.coverage() for s in sources], strict=True):
-        _words(source, issue, votes)
+        _words(source, issue, votes, policy)
         for stage, vector in vectors:
-            _meaning(source, coverage, stage, vector, votes)
+            _meaning(source, coverage, stage, vector, votes, policy)
     if history is not None:
         for path, score, detail in history(terms(issue.text)):
             if path in known:
@@ -133,7 +134,9 @@ def _suffix_match(written: str, by_file_name: Mapping[str, list[str]]) -> str | 
     return best[0] if len(best) == 1 else None
 
 
-def _frames_and_paths(issue: IssueText, known: dict[str, KindIndex], votes: dict[str, list[Vote]]) -> None:
+def _frames_and_paths(
+    issue: IssueText, known: dict[str, KindIndex], votes: dict[str, list[Vote]], policy: LocatePolicy
+) -> None:
     by_file_name: dict[str, list[str]] = defaultdict(list)  # a written path's candidates: found by its last part,
     for indexed in known:  # not by a walk over every file
         by_file_name[indexed.rsplit("/", 1)[-1]].append(indexed)
@@ -152,7 +155,7 @@ def _frames_and_paths(issue: IssueText, known: dict[str, KindIndex], votes: dict
             stems[path.rsplit("/", 1)[-1].rsplit(".", 1)[0].lower()].append(path)
     for word in issue.words:  # a word that is a module's name: "decompose() in intpoly"
         named = stems.get(word, [])
-        if 0 < len(named) <= FEW_FILES:
+        if 0 < len(named) <= policy.few_files:
             for path in named:
                 votes[path].append(("path", 0.5 / len(named), word, None))
     for dotted in issue.modules:
@@ -177,18 +180,18 @@ def _frame_entity(index: KindIndex, path: str, frame: Frame) -> str | None:
     return chosen[0].id if chosen else None
 
 
-def _names(code: KindIndex, issue: IssueText, votes: dict[str, list[Vote]]) -> None:
+def _names(code: KindIndex, issue: IssueText, votes: dict[str, list[Vote]], policy: LocatePolicy) -> None:
     keys = {name_key(name): name for name in issue.names}
     if not keys:
         return
-    defining = code.searched.defining(sorted(keys), DEPTH * 4)
+    defining = code.searched.defining(sorted(keys), policy.depth * 4)
     chunks = code.searched.chunks(defining)
     by_name: dict[str, dict[str, int]] = defaultdict(dict)
     for key, chunk in chunks.items():
         by_name[name_key(chunk.symbol)].setdefault(chunk.path, key)
     for position, name in enumerate(issue.names):
         files = by_name.get(name_key(name), {})
-        if not files or len(files) > COMMON_NAME_FILES:
+        if not files or len(files) > policy.common_name_files:
             continue
         # the issue's most used names first; a name defined in one file says more than one defined in five
         weight = 1.0 / (len(files) ** 0.5) / (1 + position / 8)
@@ -209,19 +212,24 @@ def _messages(code: KindIndex, issue: IssueText, votes: dict[str, list[Vote]]) -
                 votes[chunk.path].append(("message", 1.0, message[:80], hit.key))
 
 
-def _words(source: KindIndex, issue: IssueText, votes: dict[str, list[Vote]]) -> None:
-    hits = source.searched.lexical_search(terms(issue.text), DEPTH)
+def _words(source: KindIndex, issue: IssueText, votes: dict[str, list[Vote]], policy: LocatePolicy) -> None:
+    hits = source.searched.lexical_search(terms(issue.text), policy.depth)
     _per_file(source, [(hit.key, hit.score) for hit in hits], "words", votes)
 
 
 def _meaning(
-    source: KindIndex, coverage: Coverage, stage: str, vector: np.ndarray, votes: dict[str, list[Vote]]
+    source: KindIndex,
+    coverage: Coverage,
+    stage: str,
+    vector: np.ndarray,
+    votes: dict[str, list[Vote]],
+    policy: LocatePolicy,
 ) -> None:
     """One dense stage's nearest chunks (the static stage's table, or the transformer's vectors) read per file."""
     if stage == "static" and coverage.static_rows:
-        hits = source.searched.static_search(vector, DEPTH)
+        hits = source.searched.static_search(vector, policy.depth)
     elif stage == "dense" and coverage.embedded:
-        hits = source.searched.dense_search(vector, DEPTH)
+        hits = source.searched.dense_search(vector, policy.depth)
     else:
         return
     _per_file(source, [(hit.key, hit.score) for hit in hits], "meaning", votes)
@@ -331,7 +339,7 @@ def _located(
             continue
         entity = definitions.get(chunk.id) or LocatedEntity(chunk.id, _label(chunk), chunk.line_start, chunk.line_end)
         entities.setdefault(entity.id, entity)
-        if len(entities) == ENTITIES_PER_FILE:
+        if len(entities) == policy.entities_per_file:
             break
     return LocatedFile(
         path=path,

@@ -12,8 +12,6 @@ from .kind import KindIndex
 from .ranking import Candidate, RankingPolicy, fuse
 from .ranking.query import Query, scope_words
 
-QUALIFIED_DEPTH = 10  # a qualified name's definitions are read this many times deeper, then its scope's kept
-
 if TYPE_CHECKING:
     import numpy as np
 
@@ -31,11 +29,11 @@ def _exact_matches(query: Query, index: KindIndex, keys: Sequence[int], policy: 
     return {key for key, body in bodies.items() if wanted & body}
 
 
-def _definitions(index: KindIndex, query: Query, limit: int) -> list[int]:
+def _definitions(index: KindIndex, query: Query, limit: int, qualified_depth: int) -> list[int]:
     """The chunks defining a name the query asks for, at most `limit`; for a qualified name (`Command.invoke`, where
     `invoke` may be defined a hundred times) those whose scope its qualifiers name come first."""
     qualified = query.qualified
-    joined = index.searched.defining(sorted(query.names), limit * (QUALIFIED_DEPTH if qualified else 1))
+    joined = index.searched.defining(sorted(query.names), limit * (qualified_depth if qualified else 1))
     if len(joined) <= limit:
         return joined
     chunks = index.searched.chunks(joined)
@@ -76,7 +74,7 @@ def retrieve(
     candidates = fuse(dense, lexical_hits, policy.fusion, exact, len(set(query.terms)), static)
     if index.kind == "code" and policy.definitions_joined:  # definitions of asked names join, found or not
         known = {c.key for c in candidates}
-        joined = _definitions(index, query, policy.definitions_joined)
+        joined = _definitions(index, query, policy.definitions_joined, policy.qualified_depth)
         candidates += [Candidate(key) for key in joined if key not in known]
     missing = [c.key for c in candidates if c.dense_rank is None]
     found = store.similarities(missing, vector) if missing and vector is not None else {}

@@ -108,6 +108,7 @@ class RankingPolicy:
     candidate_floor: int = 50  # every list is read at least this deep (3 × k when k is larger)
     filtered_depth: int = 4  # with path or language filters, look this many times deeper before filtering
     definitions_joined: int = 20  # at most this many chunks defining an asked name join the candidates
+    qualified_depth: int = 10  # a qualified name's definitions are read this many times deeper, then its scope's kept
     # An identifier held by more than this share of the candidates is the project's vocabulary ("tRPC", "WebSocket"
     # in a websocket library), not a name that singles out a chunk: it earns no exact-match boost.
     exact_common_share: float = 0.3
