@@ -6,7 +6,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import replace
 
-from .records import Chunk, SearchHit, is_part
+from .records import Chunk, SearchHit, hit_of, is_part
 from .references import distinctive, is_history, split
 
 
@@ -111,21 +111,7 @@ def docs_for(target: str, docs: dict[int, Chunk], code: dict[int, Chunk], known_
             elif path.rsplit("/", 1)[-1] in chunk.content:
                 best = (0.4, f"mentions {path.rsplit('/', 1)[-1]}")
         if best is not None:
-            hits[chunk.id] = SearchHit(
-                id=chunk.id,
-                path=chunk.path,
-                kind=chunk.kind,
-                score=best[0],
-                title=chunk.title,
-                description=chunk.description,
-                section=chunk.section,
-                line_start=chunk.line_start,
-                line_end=chunk.line_end,
-                content=None,
-                tokens=0,
-                commit=chunk.commit,
-                reference=best[1],
-            )
+            hits[chunk.id] = hit_of(chunk, score=best[0], reference=best[1])
     # A changelog's entries come after the sections that document the target; among equals, a section whose own
     # heading names it (a section about the symbol) before one that mentions it in a list.
     asked = {_short(n).lower() for n in names} | (

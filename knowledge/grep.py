@@ -17,7 +17,7 @@ from .kind import KindIndex
 from .path_gate import Refusal, resolve_inside
 from .patterns import UserPattern, user_regex
 from .ranking.query import in_scope, qualified_names, scope_words
-from .records import Chunk, FileProblem, SearchHit, SearchResponse, is_part
+from .records import Chunk, FileProblem, SearchHit, SearchResponse, hit_of, is_part
 
 DEFINITIONS_READ = 200  # definitions of a qualified name's last part read, to find the ones its qualifiers name
 
@@ -101,25 +101,7 @@ def _definitions(
 
 
 def _hit(chunk: Chunk, path: str, first: int, last: int, content: str | None, line: int) -> SearchHit:
-    return SearchHit(
-        id=chunk.id,
-        path=path,
-        kind=chunk.kind,
-        score=None,
-        title=chunk.title,
-        description="",
-        section=chunk.section,
-        line_start=first,
-        line_end=last,
-        content=content,
-        tokens=0,
-        commit=chunk.commit,
-        language=chunk.language or None,
-        symbol=chunk.symbol or None,
-        symbol_kind=chunk.symbol_kind or None,
-        parent=chunk.parent or None,
-        match_line=line,
-    )
+    return hit_of(chunk, path=path, description="", line_start=first, line_end=last, content=content, match_line=line)
 
 
 def _in_file(

@@ -136,6 +136,29 @@ class SearchHit:
     source: str | None = None  # --scope deps/all: where it was found (`click==8.1.7`; "": the repository)
 
 
+def hit_of(chunk: Chunk, **fields: object) -> SearchHit:
+    """A result for `chunk`: its metadata, then what the caller says (score, content, line range, …)."""
+    base: dict[str, object] = {
+        "id": chunk.id,
+        "path": chunk.path,
+        "kind": chunk.kind,
+        "score": None,
+        "title": chunk.title,
+        "description": chunk.description,
+        "section": chunk.section,
+        "line_start": chunk.line_start,
+        "line_end": chunk.line_end,
+        "content": None,
+        "tokens": 0,
+        "commit": chunk.commit,
+        "language": chunk.language or None,
+        "symbol": chunk.symbol or None,
+        "symbol_kind": chunk.symbol_kind or None,
+        "parent": chunk.parent or None,
+    }
+    return SearchHit(**{**base, **fields})  # type: ignore[arg-type]
+
+
 @dataclass(frozen=True, slots=True)
 class SearchResponse:
     """A whole answer: hits packed best-first into the token budget."""

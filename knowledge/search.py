@@ -24,7 +24,7 @@ from .pieces import group_key, is_part, matched
 from .ranking import RULES, Candidate, carries_text, passes, relevance
 from .ranking import rank as rank_candidates
 from .ranking.query import Query, parse
-from .records import Chunk, SearchHit, SearchResponse
+from .records import Chunk, SearchHit, SearchResponse, hit_of
 from .retrieval import models_beside_lexical, retrieve
 from .search_options import SearchOptions, resolve_options
 
@@ -227,7 +227,7 @@ def make_hits(
             text = narrow(text, f"{chunk.path}:{first_line}-{chunk.line_end}")
         text = answer_text(chunk, same_file, text)  # a class: its outline after its text
         hits.append(
-            _hit(
+            hit_of(
                 chunk,
                 line_start=first_line,
                 score=None if candidate.cosine is None else round(candidate.cosine, 4),
@@ -281,29 +281,6 @@ def _split(chunk: Chunk, index: KindIndex) -> bool:
     return is_part(chunk.id) or index.chunk_by_id(f"{chunk.id}~2") is not None
 
 
-def _hit(chunk: Chunk, **fields: object) -> SearchHit:
-    """A result for `chunk`: its metadata, then what the caller says (score, content, line range, …)."""
-    base: dict[str, object] = {
-        "id": chunk.id,
-        "path": chunk.path,
-        "kind": chunk.kind,
-        "score": None,
-        "title": chunk.title,
-        "description": chunk.description,
-        "section": chunk.section,
-        "line_start": chunk.line_start,
-        "line_end": chunk.line_end,
-        "content": None,
-        "tokens": 0,
-        "commit": chunk.commit,
-        "language": chunk.language or None,
-        "symbol": chunk.symbol or None,
-        "symbol_kind": chunk.symbol_kind or None,
-        "parent": chunk.parent or None,
-    }
-    return SearchHit(**{**base, **fields})  # type: ignore[arg-type]
-
-
 def _neighbours(hits: list[SearchHit], sources: list[KindIndex], options: SearchOptions) -> list[SearchHit]:
     """The entities the top code hit calls and is called by, full text unless metadata-only was asked."""
     top = next((hit for hit in hits if hit.kind == "code"), None)
@@ -321,7 +298,7 @@ def _neighbours(hits: list[SearchHit], sources: list[KindIndex], options: Search
                 continue
             shown.add(chunk.id)
             out.append(
-                _hit(
+                hit_of(
                     chunk,
                     score=0.0,
                     description="",
