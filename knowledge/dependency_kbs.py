@@ -110,19 +110,18 @@ class ScopedSearch:
     def search(self, request: SearchRequest) -> SearchResponse:
         if request.scope == "repo" and not request.dep:
             return self.kb.search(request)
-        alone = replace(request, scope="repo", dep="")
-        if request.dep and request.scope == "repo":  # one dependency instead of the repository
-            asked, source = self._dependency(dependency_named(self.kb.root, request.dep))
-            answer = asked.search(alone)
-            return replace(answer, source=source, results=tuple(_named(hit, source) for hit in answer.results))
-        explained = replace(alone, explain=True)  # each result's similarity in the static stage's space
-        answers = [("", self.kb.search(explained))] if request.scope == "all" else []
+        explained = replace(request, scope="repo", dep="", explain=True)  # each result's static similarity
         k = request.k or self.kb.settings.k
+        answers = [("", self.kb.search(explained))] if request.scope == "all" else []
+        alone = bool(request.dep) and request.scope == "repo"  # one dependency instead of the repository
         chosen = [dependency_named(self.kb.root, request.dep)] if request.dep else _installed(self.kb.root)
-        for dependency in self._worth_asking(chosen, request.query, k):
+        source = ""
+        for dependency in chosen if request.dep else self._worth_asking(chosen, request.query, k):
             asked, source = self._dependency(dependency)
-            answers.append((source, asked.search(explained)))
+            answers += [(source, answer) for answer in _kinds_apart(asked, explained)]
         merged = interleaved(answers, k)
+        if alone:
+            merged = replace(merged, source=source)
         if request.explain:
             return merged
         return replace(merged, results=tuple(replace(hit, explain=None) for hit in merged.results))
@@ -188,6 +187,15 @@ class ScopedSearch:
 def search_scoped(kb: KnowledgeBase, request: SearchRequest) -> SearchResponse:
     """`ScopedSearch(kb).search(request)`: one question from where it asks, in a process that asks once."""
     return ScopedSearch(kb).search(request)
+
+
+def _kinds_apart(asked: KnowledgeBase, request: SearchRequest) -> list[SearchResponse]:
+    """A dependency's docs and code asked apart, to be merged by similarity like any two sources: its docs are
+    mostly the one description its distribution ships, whose first place a fusion by rank would set beside its
+    code's first place, whatever the question."""
+    if request.kind != "all":
+        return [asked.search(request)]
+    return [asked.search(replace(request, kind=kind)) for kind in ("code", "docs") if asked.engine.present(kind)]
 
 
 def _installed(root: Path) -> list[Dependency]:

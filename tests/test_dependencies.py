@@ -259,13 +259,13 @@ def test_scope_deps_asks_only_the_dependencies_that_may_hold_a_result(python_rep
     scoped = ScopedSearch(KnowledgeBase.open(root))
     first = scoped.search(SearchRequest(query="shell completion words", scope="deps", k=1))
     assert [hit.source for hit in first.results] == ["tinyclick==8.1.7"]
-    assert asked == ["tinyclick-8.1.7"]  # tiny.util holds nothing near: not asked
+    assert set(asked) == {"tinyclick-8.1.7"}  # tiny.util holds nothing near: not asked
     asked.clear()
     scoped.search(SearchRequest(query="add_numbers", scope="deps", k=1))  # a name it defines
     assert "tiny-util-2.0.0" in asked
     asked.clear()
     scoped.search(SearchRequest(query="shell completion words in tiny.util", scope="deps", k=1))  # named
-    assert sorted(asked) == ["tiny-util-2.0.0", "tinyclick-8.1.7"]
+    assert set(asked) == {"tiny-util-2.0.0", "tinyclick-8.1.7"}
 
 
 def test_drift_flags_an_api_the_installed_version_does_not_define(python_repo, tmp_path, monkeypatch):
