@@ -8,17 +8,18 @@ import heapq
 import os
 import re
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .errors import ConfigError, KnowledgeError
 from .fs import make_dirs, write_file
-from .records import SearchHit, SearchResponse, SourceText
+from .records import LocatedFile, LocateResponse, SearchHit, SearchResponse, SourceText
+from .render.locate import located_json
 
 if TYPE_CHECKING:
-    from .api.request import SearchRequest, SourceRequest
+    from .api.request import LocateRequest, SearchRequest, SourceRequest
     from .dependencies import Dependency
     from .kb import KnowledgeBase
 
@@ -125,6 +126,15 @@ class ScopedSearch:
         if request.explain:
             return merged
         return replace(merged, results=tuple(replace(hit, explain=None) for hit in merged.results))
+
+    def locate(self, request: LocateRequest, printed: Callable[[LocatedFile], str] = located_json) -> LocateResponse:
+        """Where to change for an issue: in the repository, or with `dep` in that dependency at the version installed,
+        its files and entities named by their source (`click==8.1.7:click/core.py`), inside the same budget."""
+        if not request.dep:
+            return self.kb.locate(request, printed)
+        asked, source = self._dependency(dependency_named(self.kb.root, request.dep))
+        answer = asked.locate(replace(request, dep=""), lambda file: printed(_file_in(file, source)))
+        return replace(answer, files=tuple(_file_in(file, source) for file in answer.files))
 
     def _worth_asking(self, chosen: list[Dependency], query: str, k: int) -> list[Dependency]:
         """The dependencies that may hold one of the answer's `k` results, the others left unasked (each search costs
@@ -236,6 +246,12 @@ def interleaved(answers: list[tuple[str, SearchResponse]], k: int) -> SearchResp
         static_coverage=max(a.static_coverage for _, a in answers),
         source="",
     )
+
+
+def _file_in(file: LocatedFile, source: str) -> LocatedFile:
+    """A dependency's located file, its path and its entities' ids naming their source (what `show` reads)."""
+    entities = tuple(replace(entity, id=f"{source}:{entity.id}") for entity in file.entities)
+    return replace(file, path=f"{source}:{file.path}", entities=entities)
 
 
 def _named(hit: SearchHit, source: str) -> SearchHit:

@@ -301,3 +301,32 @@ def test_drift_flags_an_api_the_installed_version_does_not_define(python_repo, t
             "tinyclick 8.1.7, the version installed here",
         }, said.output
     assert not marker.exists()
+
+
+def test_locate_in_a_dependency_names_its_files_by_their_source_and_show_reads_them(python_repo, tmp_path, monkeypatch):
+    """Issue 71, item 3: `locate --dep NAME` answers where to change inside the installed version, each file and
+    entity named by its source; `show` reads an entity it names."""
+    from .conftest import HashingEmbedder
+
+    root, marker = python_repo
+    monkeypatch.setenv("KNOWLEDGE_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("KNOWLEDGE_FILL", "0")
+    package = next((root / ".venv" / "lib").glob("python3*/site-packages/tinyclick"))
+    (package / "shell.py").write_text(
+        "def complete_shell_words(words):\n    return list(words)\n\n\ndef other(value):\n    return value\n"
+    )
+    subprocess.run(["git", "init", "-q"], cwd=root, check=True)
+    obj = {"embedder_factory": lambda s: HashingEmbedder()}
+    issue = "complete_shell_words returns the words unsorted\n\nCalling `complete_shell_words(['b', 'a'])` gives b, a."
+    said = CliRunner().invoke(cli, ["-C", str(root), "locate", "-", "--dep", "tinyclick", "--json"], input=issue,
+                              obj=obj)  # fmt: skip
+    assert said.exit_code == 0, said.output
+    first = json.loads(said.output)["files"][0]
+    assert first["path"] == "tinyclick==8.1.7:tinyclick/shell.py"
+    entity = first["entities"][0]
+    assert entity["id"].startswith("tinyclick==8.1.7:tinyclick/shell.py#complete_shell_words")
+    shown = CliRunner().invoke(cli, ["-C", str(root), "show", entity["id"], "--json"], obj=obj)
+    assert json.loads(shown.output)["lines"][0] == "def complete_shell_words(words):"
+    text = CliRunner().invoke(cli, ["-C", str(root), "locate", "-", "--dep", "tinyclick"], input=issue, obj=obj)
+    assert "tinyclick==8.1.7:tinyclick/shell.py" in text.output
+    assert not marker.exists()

@@ -151,6 +151,10 @@ class LocateRequest:
     )  # fmt: skip
     paths: tuple[str, ...] = _globs("--path", "Only files whose path matches one of these globs (`src/**`).")
     exclude: tuple[str, ...] = _globs("--exclude", "No files whose path matches one of these globs (`tests/**`).")
+    dep: str = _option(
+        "", "Locate in this dependency at the version installed instead of the repository (`knowledge deps list`).",
+        flags=("--dep",), metavar="NAME",
+    )  # fmt: skip
 
     def __post_init__(self) -> None:
         _validate(self)

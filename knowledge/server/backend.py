@@ -101,10 +101,10 @@ class LocalBackend:
 
     def locate(self, params: JsonObject) -> JsonObject:
         """Where to change for an issue: the `locate --json` answer, held to its budget as printed."""
-        return locate_to_dict(self.kb.locate(LocateRequest.from_params(params)))
+        return locate_to_dict(self._scoped.locate(LocateRequest.from_params(params)))
 
     def locate_text(self, params: JsonObject) -> JsonObject:
-        response = self.kb.locate(LocateRequest.from_params(params), printed=located_text)
+        response = self._scoped.locate(LocateRequest.from_params(params), printed=located_text)
         return {"text": locate_to_text(response)}
 
     def source(self, params: JsonObject) -> JsonObject:
