@@ -8,6 +8,7 @@ import heapq
 import os
 import re
 import shutil
+from collections import defaultdict
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -117,9 +118,12 @@ class ScopedSearch:
         alone = bool(request.dep) and request.scope == "repo"  # one dependency instead of the repository
         chosen = [dependency_named(self.kb.root, request.dep)] if request.dep else _installed(self.kb.root)
         source = ""
-        for dependency in chosen if request.dep else self._worth_asking(chosen, request.query, k):
+        every = ("code", "docs") if request.kind == "all" else (request.kind,)
+        worth = {d.name: every for d in chosen} if request.dep else self._worth_asking(chosen, request.query, k)
+        for dependency in chosen:
             asked, source = self._dependency(dependency)
-            answers += [(source, answer) for answer in _kinds_apart(asked, explained)]
+            kinds = [kind for kind in every if kind in worth.get(dependency.name, ()) and asked.engine.present(kind)]
+            answers += [(source, asked.search(replace(explained, kind=kind))) for kind in kinds]
         merged = interleaved(answers, k)
         if alone:
             merged = replace(merged, source=source)
@@ -136,35 +140,39 @@ class ScopedSearch:
         answer = asked.locate(replace(request, dep=""), lambda file: printed(_file_in(file, source)))
         return replace(answer, files=tuple(_file_in(file, source) for file in answer.files))
 
-    def _worth_asking(self, chosen: list[Dependency], query: str, k: int) -> list[Dependency]:
-        """The dependencies that may hold one of the answer's `k` results, the others left unasked (each search costs
-        ~10 ms; a warm environment has dozens): those the question names, those defining a name it asks for, and
-        those holding one of the `k` chunks of them all nearest to the question in the static stage's space (the
-        space the results are merged in). Every one, where that space cannot compare them."""
+    def _worth_asking(self, chosen: list[Dependency], query: str, k: int) -> dict[str, tuple[str, ...]]:
+        """Which kinds of which dependencies may hold one of the answer's `k` results (by name), the others left
+        unasked (each search costs ~10 ms; a warm environment has dozens): every kind of a dependency the question
+        names, the code defining a name it asks for, and the indexes holding one of the `k` chunks of them all nearest
+        to the question in the static stage's space (the space the results are merged in). Every one, where that
+        space cannot compare them. A dependency's docs (mostly the one description its distribution ships) and its
+        code are two sources, as two dependencies are."""
         from .dependencies import normalized
         from .ranking.query import asked_names
 
+        both = ("code", "docs")
         stage = self.kb.model.static()
         if stage is None or len(chosen) <= 1:
-            return chosen
+            return {dependency.name: both for dependency in chosen}
         vector = stage.embed_query(query)
         names = sorted(asked_names(query))
         said = query.lower()
-        kept: set[int] = set()
-        nearest: list[tuple[float, int]] = []
-        for position, dependency in enumerate(chosen):
+        kept: dict[str, set[str]] = defaultdict(set)
+        nearest: list[tuple[float, str, str]] = []
+        for dependency in chosen:
             parts = re.split(r"[-_.]+", normalized(dependency.name))
             if re.search(r"\b" + r"[-_. ]?".join(map(re.escape, parts)) + r"\b", said):
-                kept.add(position)
+                kept[dependency.name].update(both)
             opened, _ = self._dependency(dependency)
             for index in opened.indexes():
                 side = index.searched
                 if side.manifest.static_stage != stage.fingerprint or (names and side.defining(names, 1)):
-                    kept.add(position)
-                nearest += [(found.score, position) for found in side.static_search(vector, k)]
-        nearest.sort(key=lambda pair: -pair[0])
-        kept |= {position for _, position in nearest[:k]}
-        return [dependency for position, dependency in enumerate(chosen) if position in kept]
+                    kept[dependency.name].add(index.kind)
+                nearest += [(found.score, dependency.name, index.kind) for found in side.static_search(vector, k)]
+        nearest.sort(key=lambda row: -row[0])
+        for _, name, kind in nearest[:k]:
+            kept[name].add(kind)
+        return {name: tuple(kinds) for name, kinds in kept.items()}
 
     def source(self, request: SourceRequest) -> SourceText:
         """Exact lines of a repository file, or of a dependency's file at the version a result named it with (a path
@@ -197,15 +205,6 @@ class ScopedSearch:
 def search_scoped(kb: KnowledgeBase, request: SearchRequest) -> SearchResponse:
     """`ScopedSearch(kb).search(request)`: one question from where it asks, in a process that asks once."""
     return ScopedSearch(kb).search(request)
-
-
-def _kinds_apart(asked: KnowledgeBase, request: SearchRequest) -> list[SearchResponse]:
-    """A dependency's docs and code asked apart, to be merged by similarity like any two sources: its docs are
-    mostly the one description its distribution ships, whose first place a fusion by rank would set beside its
-    code's first place, whatever the question."""
-    if request.kind != "all":
-        return [asked.search(request)]
-    return [asked.search(replace(request, kind=kind)) for kind in ("code", "docs") if asked.engine.present(kind)]
 
 
 def _installed(root: Path) -> list[Dependency]:
