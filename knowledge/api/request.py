@@ -212,7 +212,9 @@ class DocsForRequest:
 class StatusTextRequest:
     """`knowledge status` as printed, rendered where the answer is made (as `search`'s text is)."""
 
-    verbose: bool = _option(False, "Also list every redacted secret (file, line, kind).", mcp=False)
+    verbose: bool = _option(
+        False, "Also list every redacted secret (file, line, kind).", flags=("--verbose", "-v"), mcp=False
+    )
 
     def __post_init__(self) -> None:
         _validate(self)

@@ -21,6 +21,12 @@ if TYPE_CHECKING:
     from .progress import ProgressPrinter
 
 
+# `--remote URL` on every command that asks: one option, one help
+remote_option = click.option(
+    "--remote", metavar="URL", help="Ask a `knowledge serve` at URL (token from KNOWLEDGE_TOKEN)."
+)
+
+
 def start_path(ctx: click.Context) -> Path:
     """The folder given with -C (default: here), resolved."""
     return Path(ctx.find_root().obj["path"]).resolve()

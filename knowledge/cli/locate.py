@@ -10,7 +10,7 @@ from typing import Any
 import click
 
 from ..api.request import LocateRequest
-from .context import ask, emit, open_kb
+from .context import ask, emit, open_kb, remote_option
 from .search import request_options
 
 
@@ -40,7 +40,7 @@ def _issue_text(text: str | None, from_file: Path | None) -> str:
 @partial(request_options, request=LocateRequest)
 @click.option("--file", "from_file", type=click.Path(dir_okay=False, path_type=Path), help="Read the text from a file.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON: a `files` list with path, evidence, entities.")
-@click.option("--remote", metavar="URL", help="Ask a `knowledge serve` at URL (token from KNOWLEDGE_TOKEN).")
+@remote_option
 @click.pass_context
 def locate_command(
     ctx: click.Context,

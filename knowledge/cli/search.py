@@ -4,14 +4,15 @@ and `status`."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import click
 
-from ..api.request import Option, Request, SearchRequest
+from ..api.request import Declared, Option, SearchRequest, StatusTextRequest
 from ..api.request import request_options as search_request_options
 from ..render import report_summary
-from .context import ask, emit, open_kb
+from .context import ask, emit, open_kb, remote_option
 from .guard import EXIT_PROBLEMS
 from .progress import ProgressPrinter
 
@@ -31,8 +32,8 @@ def _click_type(kind: type, option: Option) -> Any:  # noqa: ANN401 - a click.Pa
     return None
 
 
-def request_options(command: Callable[..., None], request: type[Request] = SearchRequest) -> Callable[..., None]:
-    """The options of `knowledge search` (or `locate`), one per field of its request with command-line flags
+def request_options(command: Callable[..., None], request: Declared = SearchRequest) -> Callable[..., None]:
+    """The options of a command (`search`, `locate`, `status`), one per field of its request with command-line flags
     (api/request.py)."""
     for name, kind, option in reversed(list(search_request_options(request))):
         for flag, value, help in reversed(option.switches):  # `--regex`: match set to "regex"
@@ -61,7 +62,7 @@ SWITCHES = next(option.switches for name, _, option in search_request_options() 
 @request_options
 @click.option("--json", "as_json", is_flag=True, help="Print the versioned JSON schema (docs/json-output.md).")
 @click.option("--build", is_flag=True, help="Build the index first if there is none.")
-@click.option("--remote", metavar="URL", help="Ask a `knowledge serve` at URL (token from KNOWLEDGE_TOKEN).")
+@remote_option
 @click.pass_context
 def search_command(
     ctx: click.Context,
@@ -117,8 +118,8 @@ def search_command(
 
 
 @click.command("status")
+@partial(request_options, request=StatusTextRequest)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-@click.option("--verbose", "-v", is_flag=True, help="Also list every redacted secret (file, line, kind).")
 @click.pass_context
 def status_command(ctx: click.Context, as_json: bool, verbose: bool) -> None:
     """Show the model, counts, index age and skipped files.

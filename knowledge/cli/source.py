@@ -11,7 +11,7 @@ import click
 
 from ..records import SearchHit, SourceText
 from ..render import hits_to_text, source_to_text
-from .context import ask, emit, repository_root
+from .context import ask, emit, remote_option, repository_root
 
 _SPEC = re.compile(r"^(?P<path>.+?)(?::(?P<start>\d+)(?:-(?P<end>\d+))?)?$")
 
@@ -20,7 +20,7 @@ _SPEC = re.compile(r"^(?P<path>.+?)(?::(?P<start>\d+)(?:-(?P<end>\d+))?)?$")
 @click.argument("spec", required=False)
 @click.option("--id", "chunk_id", help="Show the current lines of a search result's chunk id.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-@click.option("--remote", metavar="URL", help="Ask a `knowledge serve` at URL (token from KNOWLEDGE_TOKEN).")
+@remote_option
 @click.pass_context
 def show_command(ctx: click.Context, spec: str | None, chunk_id: str | None, as_json: bool, remote: str | None) -> None:
     """Print exact current source with line numbers: PATH, PATH:START, PATH:START-END, or a result's id.
@@ -64,7 +64,7 @@ def _from_here(ctx: click.Context, path: str) -> str:
 @click.command("docs-for")
 @click.argument("target")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-@click.option("--remote", metavar="URL", help="Ask a `knowledge serve` at URL (token from KNOWLEDGE_TOKEN).")
+@remote_option
 @click.pass_context
 def docs_for_command(ctx: click.Context, target: str, as_json: bool, remote: str | None) -> None:
     """Doc sections that refer to code: TARGET is PATH, PATH:LINE (the entity there) or a SYMBOL. Metadata only.
