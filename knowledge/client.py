@@ -1,4 +1,4 @@
-"""RemoteBackend: the Backend operations forwarded to a `knowledge serve` over HTTP (token from KNOWLEDGE_TOKEN)."""
+"""RemoteBackend: the Backend's one call forwarded to a `knowledge serve` over HTTP (token from KNOWLEDGE_TOKEN)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,11 @@ import urllib.error
 import urllib.request
 from typing import TYPE_CHECKING
 
+from .api.operations import route_of
 from .errors import KnowledgeError
 
 if TYPE_CHECKING:
+    from .api.request import Declared
     from .records import JsonObject
 
 TIMEOUT_SECONDS = 60
@@ -46,42 +48,6 @@ class RemoteBackend:
         except (urllib.error.URLError, OSError) as exc:
             raise KnowledgeError(f"{self.url}: cannot reach the server ({getattr(exc, 'reason', exc)})") from exc
 
-    def call(self, operation: str, params: JsonObject | None = None) -> JsonObject:
-        """One operation of the table (api/operations.py) at its route."""
-        from .api.operations import BY_NAME
-
-        declared = BY_NAME[operation]
-        return self._call(declared.method, declared.route, params if declared.method == "POST" else None)
-
-    def search(self, params: JsonObject) -> JsonObject:
-        return self.call("search", params)
-
-    def search_text(self, params: JsonObject) -> JsonObject:
-        return self.call("search_text", params)
-
-    def locate(self, params: JsonObject) -> JsonObject:
-        return self.call("locate", params)
-
-    def locate_text(self, params: JsonObject) -> JsonObject:
-        return self.call("locate_text", params)
-
-    def source(self, params: JsonObject) -> JsonObject:
-        return self.call("source", params)
-
-    def status(self) -> JsonObject:
-        return self.call("status")
-
-    def status_text(self, params: JsonObject) -> JsonObject:
-        return self.call("status_text", params)
-
-    def docs_for_file(self, params: JsonObject) -> JsonObject:
-        return self.call("docs_for_file", params)
-
-    def docs_for(self, params: JsonObject) -> JsonObject:
-        return self.call("docs_for", params)
-
-    def reindex(self, params: JsonObject) -> JsonObject:
-        return self.call("reindex", params)
-
-    def llms_txt(self) -> JsonObject:
-        return self.call("llms_txt")
+    def call(self, operation: str, request: Declared) -> JsonObject:
+        """One operation at its route, its request sent as JSON parameters."""
+        return self._call("POST", route_of(operation), request.to_params())

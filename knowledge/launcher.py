@@ -59,7 +59,14 @@ def warm_search_params(argv: list[str]) -> tuple[JsonObject, bool] | None:
 
 
 def warm_answer(argv: list[str], cwd: Path) -> str | None:
-    """What the daemon prints for this call, or None when the click CLI must answer it."""
+    """What the daemon prints for this call, or None when the click CLI must answer it. The arguments are read here
+    only when a daemon's socket is there: without one, click reads them, once."""
+    if not argv or argv[0] != "search":
+        return None
+    from .server.daemon_client import find_socket
+
+    if find_socket(cwd.resolve()) is None:
+        return None
     parsed = warm_search_params(argv)
     if parsed is None:
         return None
@@ -71,7 +78,7 @@ def warm_answer(argv: list[str], cwd: Path) -> str | None:
         if as_json:
             data = daemon_answer(cwd, "search", params)
             return None if data is None else json.dumps(data, ensure_ascii=False, indent=2) + "\n"
-        data = daemon_answer(cwd, "search_text", params)
+        data = daemon_answer(cwd, "search", {**params, "format": "text"})
     except KnowledgeError:  # a bad value: the CLI's own message
         return None
     return None if data is None or not isinstance(data.get("text"), str) else data["text"]

@@ -3,6 +3,7 @@ from pathlib import Path
 
 import pytest
 
+from knowledge.api.request import SearchRequest
 from knowledge.budget import metadata_text, pack
 from knowledge.records import SearchHit
 
@@ -98,11 +99,11 @@ def test_what_is_printed_fits_the_budget_for_50_questions_on_this_repository(git
     for question in questions:
         for budget in (200, 400, 2000):
             params = {"query": question, "budget": budget, "threshold": 0}
-            data = backend.search(params)
+            data = backend.call("search", SearchRequest.from_params(params))
             printed = json.dumps(data, ensure_ascii=False, indent=2)  # what `search --json` prints
             assert tokens(printed) <= budget, (question, budget)
             assert data["tokens_used"] - 1 <= tokens(printed) <= data["tokens_used"]  # its own digits, at most
-            text = backend.search_text(params)["text"]
+            text = backend.call("search", SearchRequest.from_params({**params, "format": "text"}))["text"]
             assert tokens(text) <= budget, (question, budget)
             full += sum(hit.get("content") is not None for hit in data["results"])
     assert full > 0  # the budget still carries text, not only pointers
@@ -137,10 +138,10 @@ def test_a_tight_budget_answers_lines_not_nothing_when_the_top_result_has_a_long
     kb = KnowledgeBase.open(git_repo)
     kb.reindex_all()
     backend = LocalBackend(kb, warm=False)
-    tight = backend.search({"query": "load the server configuration", "budget": 300, "threshold": 0})
+    tight = backend.call("search", SearchRequest("load the server configuration", budget=300, threshold=0))
     assert len(tight["results"]) >= 3, tight
     assert tight["tokens_used"] <= 300
-    wide = backend.search({"query": "load the server configuration", "budget": 2000, "threshold": 0})
+    wide = backend.call("search", SearchRequest("load the server configuration", budget=2000, threshold=0))
     assert wide["over_budget"] == 0  # every result's line fits in 2,000: none left out
     top = next(r for r in wide["results"] if r.get("symbol") == "load_config")
     assert len(top["called_by"]) == 30 or top.get("more_callers", 0) + len(top["called_by"]) >= 20
@@ -163,7 +164,7 @@ def test_a_pasted_issue_is_a_question_and_its_echo_spends_no_budget(git_repo):
     kb.reindex_all()
     issue = "Widgets do not pack gears after the upgrade.\n\n" + "Traceback line: widget gears pack failed\n" * 500
     assert len(issue) > 20_000
-    data = LocalBackend(kb, warm=False).search({"query": issue, "budget": 2000, "threshold": 0})
+    data = LocalBackend(kb, warm=False).call("search", SearchRequest(issue, budget=2000, threshold=0))
     assert data["query_chars"] == len(issue)
     assert len(data["query"]) <= 202
     assert len(data["results"]) >= 5

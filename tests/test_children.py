@@ -10,6 +10,7 @@ import time
 import pytest
 
 from knowledge import agent_config, hooks
+from knowledge.api.request import ReindexRequest
 from knowledge.child import knowledge_argv
 from knowledge.embedding import fetch
 from knowledge.fs import is_locked
@@ -70,7 +71,7 @@ def test_the_background_fill_imports_the_installed_knowledge(hostile, monkeypatc
 def test_the_mcp_reindex_tool_starts_the_fill_without_the_repository_on_its_path(hostile, monkeypatch):
     root, marker = hostile
     monkeypatch.chdir(root)
-    answer = LocalBackend(KnowledgeBase.open(root)).reindex({"full": True})
+    answer = LocalBackend(KnowledgeBase.open(root)).call("reindex", ReindexRequest(full=True))
     assert answer["chunks_total"] > 0
     if answer["filling"]:  # a server with its model loaded embeds inline; else the detached fill, as the CLI's
         wait_for(lambda: fill_finished(root), "the fill started by the reindex tool")

@@ -402,9 +402,9 @@ def test_every_signal_locate_casts_is_a_row_of_the_table_the_docs_and_the_tool_r
     import ast
     from pathlib import Path
 
-    from knowledge.api.operations import LOCATE_DOC
     from knowledge.records import LOCATE_SIGNALS
     from knowledge.render.locate import QUOTED
+    from knowledge.server.operations import LOCATE_DOC
 
     source = Path(__file__).resolve().parent.parent / "knowledge" / "locate.py"
     cast = set()

@@ -150,8 +150,8 @@ def test_the_help_names_every_tool_the_server_serves():
     """Issue 69: `knowledge mcp --help` named five tools and omitted `locate` and `docs_for`, which it serves."""
     from click.testing import CliRunner
 
-    from knowledge.api.operations import OPERATIONS
     from knowledge.cli import cli
+    from knowledge.server.operations import OPERATIONS
 
     tools = [op.tool for op in OPERATIONS if op.tool]
     shown = " ".join(CliRunner().invoke(cli, ["mcp", "--help"], terminal_width=400).output.split())

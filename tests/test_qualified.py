@@ -7,6 +7,7 @@ import json
 import pytest
 from click.testing import CliRunner
 
+from knowledge.api.request import SearchRequest
 from knowledge.cli import cli
 from knowledge.kb import KnowledgeBase
 from knowledge.ranking.query import asked_names, qualified_names
@@ -100,7 +101,7 @@ def test_the_cli_and_http_answer_a_qualified_name_alike(kb):
     assert result.exit_code == 0, result.output
     on_cli = json.loads(result.stdout)["results"]
     assert (on_cli[0]["path"], on_cli[0]["parent"], on_cli[0]["symbol"]) == ("src/cli/core.py", "Command", "invoke")
-    over_http = LocalBackend(kb).search({"query": "Command.invoke", "kind": "code"})["results"]
+    over_http = LocalBackend(kb).call("search", SearchRequest("Command.invoke", kind="code"))["results"]
     assert [h["id"] for h in json.loads(json.dumps(over_http))] == [h["id"] for h in on_cli]
 
 

@@ -3,6 +3,7 @@
 
 import pytest
 
+from knowledge.api.request import SearchRequest
 from knowledge.kb import KnowledgeBase
 from knowledge.ranking import DEFAULT_POLICY, Candidate, RankingRules, Rule, asked_names, asks_what_code_does
 from knowledge.ranking.query import parse
@@ -118,7 +119,9 @@ def test_path_exclude_and_language_filters_on_cli_and_http_alike(git_repo):
     on_cli = json.loads(result.stdout)
     assert {hit["path"] for hit in on_cli["results"]} == {"src/retry.py"}
     params = {"query": "retry on timeout", "threshold": -1, "paths": ["src/**", "tests/**"]}
-    over_http = LocalBackend(kb).search({**params, "exclude": ["tests/**"], "language": ["python"]})
+    over_http = LocalBackend(kb).call(
+        "search", SearchRequest.from_params({**params, "exclude": ["tests/**"], "language": ["python"]})
+    )
     assert json.loads(json.dumps(over_http["results"])) == on_cli["results"]
     unfiltered = kb.search("retry on timeout", threshold=-1).results
     assert {h.path for h in unfiltered} >= {"src/retry.py", "tests/test_retry.py", "web/retry.js", "docs/retry.md"}
@@ -139,7 +142,7 @@ def test_files_lists_each_matching_file_once_best_first(git_repo):
     assert result.exit_code == 0, result.output
     listed = result.stdout.splitlines()
     assert sorted(listed) == ["src/other.py", "src/retry.py"]
-    answer = LocalBackend(kb).search({"query": "retry call", "threshold": -1, "files_only": True})
+    answer = LocalBackend(kb).call("search", SearchRequest("retry call", threshold=-1, files_only=True))
     assert [hit["path"] for hit in answer["results"]] == listed
     assert all(hit["content"] is None for hit in answer["results"])
 

@@ -39,9 +39,9 @@ def test_repository_setting_for_k_holds_over_the_api(git_repo):
     commit(git_repo, {"knowledge.toml": "k = 2\n", "docs/a.md": f"# Hooks\n\n{sections}"})
     kb = KnowledgeBase.open(git_repo, embedder_factory=lambda s: HashingEmbedder())
     kb.reindex_all()
-    answer = LocalBackend(kb).search({"query": "hooks installed", "threshold": 0})
+    answer = LocalBackend(kb).call("search", SearchRequest("hooks installed", threshold=0))
     assert len(answer["results"]) == 2
-    assert len(LocalBackend(kb).search({"query": "hooks installed", "threshold": 0, "k": 5})["results"]) == 5
+    assert len(LocalBackend(kb).call("search", SearchRequest("hooks installed", threshold=0, k=5))["results"]) == 5
 
 
 def test_filters_come_as_lists_and_are_bounded():
@@ -81,8 +81,8 @@ def test_one_declaration_makes_every_frontend():
     from knowledge.server.mcp import build_server
 
     class Echo:
-        def search(self, params):
-            return params
+        def call(self, operation, request):
+            return request.to_params()
 
     cli_flags = {flag for param in search_command.params for flag in getattr(param, "opts", ())}
     tools = asyncio.run(build_server(Echo()).list_tools())
@@ -112,41 +112,14 @@ def test_a_text_option_refuses_a_value_that_is_not_text():
         SearchRequest.from_params({"query": "x", "kind": ["docs"]})
 
 
-def test_every_operation_reaches_every_frontend_from_its_one_declaration():
-    """Each operation's route, daemon/remote dispatch and MCP tool (its parameters, their descriptions, which are
-    required) come from its one row in api/operations.py and its request's declaration."""
-    import asyncio
-
-    from knowledge.api.operations import OPERATIONS
-    from knowledge.api.request import request_options, required_fields
-    from knowledge.server.mcp import build_server
-    from knowledge.server.resolve import ROUTES
-
-    class Echo:
-        def __getattr__(self, name):
-            return lambda *params: params[0] if params else {}
-
-    tools = {tool.name: tool for tool in asyncio.run(build_server(Echo()).list_tools())}
-    assert set(tools) == {operation.tool for operation in OPERATIONS if operation.tool}
-    for operation in OPERATIONS:
-        assert ROUTES[operation.name] == (operation.method, operation.route)
-        assert (operation.method == "POST") == (operation.request is not None), operation.name
-        if not operation.tool:
-            continue
-        schema = tools[operation.tool].input_schema
-        declared = {n: o for n, _, o in request_options(operation.request) if o.mcp} if operation.request else {}
-        assert set(schema.get("properties", {})) == set(declared), operation.name
-        for name, option in declared.items():
-            assert schema["properties"][name]["description"] == option.help, (operation.name, name)
-        required = required_fields(operation.request) if operation.request else set()
-        assert set(schema.get("required", [])) == required & set(declared), operation.name
-
-
 def test_a_str_option_refuses_anything_but_a_string_in_every_request():
-    from knowledge.api.operations import BY_NAME, OPERATIONS
-    from knowledge.api.request import from_params, request_options, required_fields
+    from knowledge.api.request import request_options, required_fields
+    from knowledge.server.operations import BY_NAME, OPERATIONS
 
-    requests = {operation.request for operation in OPERATIONS if operation.request is not None}
+    def from_params(request, params):
+        return request.from_params(params)
+
+    requests = {operation.request for operation in OPERATIONS}
     checked = 0
     for request in requests:
         given = {name: "x" for name in required_fields(request)}

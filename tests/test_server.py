@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from knowledge.api.request import SearchRequest
 from knowledge.cli import cli
 from knowledge.errors import ConfigError
 from knowledge.kb import KnowledgeBase
@@ -164,13 +165,17 @@ def test_locate_over_http_and_remote_matches_local(server, repo):
 
 
 def test_every_declared_operation_has_its_route_on_the_server(server):
-    from knowledge.api.operations import OPERATIONS
+    from knowledge.server.operations import OPERATIONS
 
     bodies = {"source": {"path": "docs/hooks.md"}, "docs_for_file": {"path": "docs/hooks.md"}}
-    bodies |= {"docs_for": {"target": "docs/hooks.md"}, "reindex": {}, "status_text": {"verbose": True}}
+    bodies |= {"docs_for": {"target": "docs/hooks.md"}, "reindex": {}, "status": {"verbose": True}, "llms_txt": {}}
     for operation in OPERATIONS:
-        body = bodies.get(operation.name, {"query": "hooks"}) if operation.method == "POST" else None
-        assert call(server, operation.route, body)[0] == 200, operation
+        assert call(server, operation.route, bodies.get(operation.name, {"query": "hooks"}))[0] == 200, operation
+        if "format" in operation.request.__dataclass_fields__:  # the format is a field: text from the same route
+            text = call(server, operation.route, bodies.get(operation.name, {"query": "hooks"}) | {"format": "text"})
+            assert isinstance(text[1]["text"], str), operation
+        if operation.takes_get:
+            assert call(server, operation.route, None)[0] == 200, operation
 
 
 def test_show_refuses_paths_outside_the_root(repo):
@@ -316,10 +321,10 @@ def test_the_daemon_is_looked_for_once_a_process_unless_asked_afresh(tmp_path, m
     assert resolve.daemon_answer(tmp_path, "search", {"query": "x"}) is None  # the launcher's look
 
     class Local:
-        def search(self, params):
-            return {"answered": params["query"]}
+        def call(self, operation, request):
+            return {"answered": request.query}
 
-    assert resolve.answer("search", {"query": "x"}, start=tmp_path, local=Local) == {"answered": "x"}
+    assert resolve.answer("search", SearchRequest("x"), start=tmp_path, local=Local) == {"answered": "x"}
     assert looks == [tmp_path.resolve()]
     assert resolve.daemon_answer(tmp_path, "status", fresh=True) is None
     assert len(looks) == 2
@@ -328,11 +333,12 @@ def test_the_daemon_is_looked_for_once_a_process_unless_asked_afresh(tmp_path, m
 def test_every_operation_has_its_row_in_the_server_docs():
     from pathlib import Path
 
-    from knowledge.api.operations import OPERATIONS
+    from knowledge.server.operations import OPERATIONS
 
     documented = (Path(__file__).resolve().parent.parent / "docs" / "server.md").read_text()
     for operation in OPERATIONS:
-        assert f"`{operation.method} {operation.route}" in documented, operation.route
+        assert f"`POST {operation.route}" in documented, operation.route
+        assert (f"`GET {operation.route}" in documented) == operation.takes_get, operation.route
 
 
 def test_peers_without_the_token_cannot_hold_the_slots(server):

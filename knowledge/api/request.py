@@ -1,5 +1,5 @@
-"""SearchRequest: the one record every frontend (CLI, HTTP, MCP, daemon, remote client) builds for a search, and the
-one declaration of its options.
+"""Every operation's request: the one record every frontend (CLI, HTTP, MCP, daemon, remote client) builds, and the
+one declaration of its options (`Declared` validates a request once and reads and writes it as JSON).
 
 Each field's `Option` (its help, bounds, choices and command-line names) is what every frontend is made from: the
 click options of `knowledge search` (cli/search.py), the MCP tool's parameters and their descriptions
@@ -11,14 +11,15 @@ from __future__ import annotations
 
 import typing
 from collections.abc import Iterator
-from dataclasses import MISSING, asdict, dataclass, field, fields
-from typing import TYPE_CHECKING, Any
+from dataclasses import MISSING, Field, dataclass, field, fields
+from typing import TYPE_CHECKING, Any, Self
 
 from ..errors import KnowledgeError
 
 if TYPE_CHECKING:
     from ..records import JsonObject
 
+FORMATS = ("json", "text")  # an answer as its versioned JSON schema, or as the CLI prints it
 KINDS_ASKED = ("all", "docs", "code")
 MATCH_MODES = ("word", "substring", "regex")
 SCOPES = ("repo", "deps", "all")
@@ -61,8 +62,54 @@ def _globs(flag: str, help: str) -> Any:  # noqa: ANN401 - a dataclass field, ty
     return _option((), help.replace(" (`", " (repeatable; `"), flags=(flag,), metavar="GLOB")
 
 
+def _format() -> Any:  # noqa: ANN401 - a dataclass field, typed by its annotation
+    """The answer's form: the CLI asks for text with no --json; MCP always gets the JSON object (not a tool
+    parameter)."""
+    return _option("json", "The answer as its versioned JSON (`json`) or as the CLI prints it (`text`).",
+                   choices=FORMATS, mcp=False)  # fmt: skip
+
+
+class Declared:
+    """What every request is: the declaration of its fields validates it once, when it is made, and reads and writes
+    it as JSON parameters (an HTTP body, an MCP tool's arguments, the daemon's wire). A request with a rule across its
+    fields says it in `checked`."""
+
+    __slots__ = ()
+    __dataclass_fields__: typing.ClassVar[dict[str, Field[Any]]]  # every request is a dataclass
+
+    def __post_init__(self) -> None:
+        _validate(self)
+        self.checked()
+
+    def checked(self) -> None:
+        """A rule across this request's fields (none unless a request says one)."""
+
+    @classmethod
+    def from_params(cls, params: JsonObject) -> Self:
+        """From JSON parameters; unknown names are refused, None is "not asked"."""
+        operation = cls.__name__.removesuffix("Request").lower()
+        unknown = sorted(set(params) - set(cls.__dataclass_fields__))
+        if unknown:
+            raise KnowledgeError(f"unknown {operation} parameter(s): {', '.join(unknown)}")
+        for name in sorted(required_fields(cls)):
+            if params.get(name) is None:
+                raise KnowledgeError(f"{name}: expected a non-empty string")
+        return cls(**{name: value for name, value in params.items() if value is not None})
+
+    def to_params(self) -> JsonObject:
+        """JSON parameters with only what was asked: the required fields, and every other that differs from its
+        default."""
+        required = required_fields(type(self))
+        return {
+            declared.name: list(value) if isinstance(value, tuple) else value
+            for declared in fields(self)
+            if (value := getattr(self, declared.name)) is not None
+            and (declared.name in required or value != declared.default)
+        }
+
+
 @dataclass(frozen=True, slots=True)
-class SearchRequest:
+class SearchRequest(Declared):
     query: str = _required("What you want to know, in plain words or with identifiers.")
     k: int | None = _option(None, "Most results to return.", flags=("-k", "--top-k"), low=1, high=MAX_K, warm=True)
     threshold: float | None = _option(
@@ -122,25 +169,15 @@ class SearchRequest:
         switches=(("--deps", "deps", "Ask every installed dependency instead of the repository (--scope deps)."),),
     )  # fmt: skip
 
-    def __post_init__(self) -> None:
-        _validate(self)
+    format: str = _format()
 
     @property
     def filtered(self) -> bool:
         return bool(self.paths or self.exclude or self.language)
 
-    @classmethod
-    def from_params(cls, params: JsonObject) -> SearchRequest:
-        """From JSON parameters (HTTP body, MCP arguments); unknown names are refused."""
-        return _from_params(cls, params, "search")
-
-    def to_params(self) -> JsonObject:
-        """JSON parameters with only what was asked (None and defaults left out)."""
-        return _to_params(self, SearchRequest("x"))
-
 
 @dataclass(frozen=True, slots=True)
-class LocateRequest:
+class LocateRequest(Declared):
     """An issue or task text in, the files (their functions, classes, sections) to change out: `knowledge locate`."""
 
     query: str = _required("The issue or task text as filed: title, description, tracebacks, code.")
@@ -156,32 +193,25 @@ class LocateRequest:
         flags=("--dep",), metavar="NAME",
     )  # fmt: skip
 
-    def __post_init__(self) -> None:
-        _validate(self)
+    format: str = _format()
 
     @property
     def filtered(self) -> bool:
         return bool(self.paths or self.exclude)
 
-    @classmethod
-    def from_params(cls, params: JsonObject) -> LocateRequest:
-        return _from_params(cls, params, "locate")
-
-    def to_params(self) -> JsonObject:
-        return _to_params(self, LocateRequest("x"))
-
 
 @dataclass(frozen=True, slots=True)
-class SourceRequest:
+class SourceRequest(Declared):
     """Exact current lines of a repository file, by path and range or by a result's id: `knowledge show`."""
 
     path: str | None = _option(None, "A repository file's path, relative to its root.")
     start: int | None = _option(None, "The first line (1-based).", low=1, high=MAX_LINE)
     end: int | None = _option(None, "The last line (inclusive).", low=1, high=MAX_LINE)
-    id: str | None = _option(None, "A result's id (`path#name`), instead of a path and lines.")
+    id: str | None = _option(
+        None, "A result's id (`path#name`), instead of a path and lines.", flags=("--id",), metavar="ID"
+    )
 
-    def __post_init__(self) -> None:
-        _validate(self)
+    def checked(self) -> None:
         if not self.id and not self.path:
             raise KnowledgeError("path: expected a non-empty string (or a result's id)")
         if self.start is not None and self.end is not None and self.end < self.start:
@@ -189,79 +219,49 @@ class SourceRequest:
 
 
 @dataclass(frozen=True, slots=True)
-class DocsForFileRequest:
+class DocsForFileRequest(Declared):
     """Doc sections that mention a file path (or its name)."""
 
     path: str = _required("A repository file's path (or its name).")
 
-    def __post_init__(self) -> None:
-        _validate(self)
-
 
 @dataclass(frozen=True, slots=True)
-class DocsForRequest:
+class DocsForRequest(Declared):
     """Doc sections that refer to code: a file, the entity at a line, or a symbol."""
 
     target: str = _required("A file path, `path:LINE` (the entity at that line) or a symbol (`KnowledgeBase.search`).")
 
-    def __post_init__(self) -> None:
-        _validate(self)
-
 
 @dataclass(frozen=True, slots=True)
-class StatusTextRequest:
-    """`knowledge status` as printed, rendered where the answer is made (as `search`'s text is)."""
+class StatusRequest(Declared):
+    """The index: model, counts, the commit it reflects, files changed since, skipped files (`knowledge status`)."""
 
     verbose: bool = _option(
         False, "Also list every redacted secret (file, line, kind).", flags=("--verbose", "-v"), mcp=False
     )
-
-    def __post_init__(self) -> None:
-        _validate(self)
+    format: str = _format()
 
 
 @dataclass(frozen=True, slots=True)
-class ReindexRequest:
+class ReindexRequest(Declared):
     """Bring the index up to date with the files."""
 
     full: bool = _option(False, "A full rebuild (slow) instead of the changes only.")
     worktree: bool = _option(True, "Also the work tree's uncommitted changes.", mcp=False)
 
-    def __post_init__(self) -> None:
-        _validate(self)
+
+@dataclass(frozen=True, slots=True)
+class LlmsTxtRequest(Declared):
+    """The docs' llms.txt: nothing to ask."""
 
 
 Request = SearchRequest | LocateRequest
-AnyRequest = typing.TypeVar(
-    "AnyRequest",
-    SearchRequest,
-    LocateRequest,
-    SourceRequest,
-    DocsForFileRequest,
-    DocsForRequest,
-    StatusTextRequest,
-    ReindexRequest,
-)
-Declared = (
-    type[SearchRequest]
-    | type[LocateRequest]
-    | type[SourceRequest]
-    | type[DocsForFileRequest]
-    | type[DocsForRequest]
-    | type[StatusTextRequest]
-    | type[ReindexRequest]
-)
 
 
-def from_params(cls: type[AnyRequest], params: JsonObject) -> AnyRequest:
-    """A request from JSON parameters (an HTTP body, an MCP tool's arguments); unknown names are refused."""
-    return _from_params(cls, params, cls.__name__.removesuffix("Request").lower())
-
-
-def _validate(request: object) -> None:
-    if hasattr(request, "query"):
+def _validate(request: Declared) -> None:
+    if isinstance(request, SearchRequest | LocateRequest):
         _validate_query(request.query, MAX_PASTE_CHARS if isinstance(request, LocateRequest) else MAX_QUERY_CHARS)
-    for name, kind, option in request_options(type(request)):  # type: ignore[arg-type]
+    for name, kind, option in request_options(type(request)):
         value = getattr(request, name)
         if kind is tuple:
             object.__setattr__(request, name, _checked_list(name, value))
@@ -286,27 +286,7 @@ def required_fields(cls: type) -> set[str]:
     return {f.name for f in fields(cls) if f.default is MISSING and f.default_factory is MISSING}
 
 
-def _from_params(cls: type[AnyRequest], params: JsonObject, operation: str) -> AnyRequest:
-    known = set(cls.__dataclass_fields__)
-    unknown = sorted(set(params) - known)
-    if unknown:
-        raise KnowledgeError(f"unknown {operation} parameter(s): {', '.join(unknown)}")
-    for name in sorted(required_fields(cls)):
-        if params.get(name) is None:
-            raise KnowledgeError(f"{name}: expected a non-empty string")
-    values = {name: value for name, value in params.items() if value is not None}
-    return cls(**values)
-
-
-def _to_params(request: Request, defaults: Request) -> JsonObject:
-    return {
-        name: list(value) if isinstance(value, tuple) else value
-        for name, value in asdict(request).items()
-        if name == "query" or (value is not None and value != getattr(defaults, name))
-    }
-
-
-def request_options(request: Declared = SearchRequest) -> Iterator[tuple[str, type, Option]]:
+def request_options(request: type[Declared] = SearchRequest) -> Iterator[tuple[str, type, Option]]:
     """(name, base type: bool, int, float, str or tuple, Option) of every option of a request, in declaration order."""
     hints = typing.get_type_hints(request)
     for declared in fields(request):

@@ -15,6 +15,7 @@ from ..render.base import escaped_json
 from ..server.resolve import answer, daemon_answer
 
 if TYPE_CHECKING:
+    from ..api.request import Declared
     from ..kb import KnowledgeBase
     from ..records import JsonObject
     from ..server.backend import Backend
@@ -78,16 +79,16 @@ def local_backend(ctx: click.Context, kb: Callable[[], KnowledgeBase] | None = N
 def ask(
     ctx: click.Context,
     operation: str,
-    params: JsonObject | None = None,
+    request: Declared,
     remote: str | None = None,
     daemon: bool = True,
     kb: Callable[[], KnowledgeBase] | None = None,
 ) -> JsonObject:
     """`operation` answered by the server at `remote`, the warm daemon, or the index opened here (`kb`, by default
-    the one the group's options name)."""
+    the one the group's options name), handed the request object itself."""
     return answer(
         operation,
-        params,
+        request,
         start=start_path(ctx),
         local=local_backend(ctx, kb),
         remote=remote,

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from ..api.request import ReindexRequest
 from ..errors import KnowledgeError
 from ..records import IndexReport
 from ..render import report_problems, report_summary, report_to_dict
@@ -179,7 +180,7 @@ def _run_from_hook(ctx: click.Context, hook: str) -> None:
     stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
     try:
-        warm = daemon_call(ctx, "reindex", {"worktree": False}, timeout=3600)
+        warm = daemon_call(ctx, "reindex", ReindexRequest(worktree=False).to_params(), timeout=3600)
         if warm is not None:  # the daemon has the model loaded: nothing to load here
             line = "by the daemon: " + _summary_of(warm)
         else:

@@ -11,7 +11,7 @@ import click
 
 from ..api.request import LocateRequest
 from .context import ask, emit, open_kb, remote_option
-from .search import request_options
+from .options import request_options
 
 
 def _issue_text(text: str | None, from_file: Path | None) -> str:
@@ -64,7 +64,6 @@ def locate_command(
     if not query.strip():
         raise click.UsageError("the issue text is empty: say what should change")
     fields = {name: value for name, value in asked.items() if value is not None}
-    request = LocateRequest(query=query, **fields)
-    operation = "locate" if as_json else "locate_text"
-    data = ask(ctx, operation, request.to_params(), remote=remote, kb=lambda: open_kb(ctx))
+    request = LocateRequest(query=query, format="json" if as_json else "text", **fields)
+    data = ask(ctx, "locate", request, remote=remote, kb=lambda: open_kb(ctx))
     emit(data, as_json, lambda: data["text"])

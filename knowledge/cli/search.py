@@ -3,55 +3,21 @@ and `status`."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import click
 
-from ..api.request import Declared, Option, SearchRequest, StatusTextRequest
+from ..api.request import SearchRequest, StatusRequest
 from ..api.request import request_options as search_request_options
 from ..render import report_summary
 from .context import ask, emit, open_kb, remote_option
 from .guard import EXIT_PROBLEMS
+from .options import request_options
 from .progress import ProgressPrinter
 
 if TYPE_CHECKING:
     from ..kb import KnowledgeBase
-
-
-def _click_type(kind: type, option: Option) -> Any:  # noqa: ANN401 - a click.ParamType, or None for text
-    if kind is int:
-        return click.IntRange(
-            None if option.low is None else int(option.low), None if option.high is None else int(option.high)
-        )
-    if kind is float:
-        return click.FloatRange(option.low, option.high)
-    if option.choices:
-        return click.Choice(option.choices)
-    return None
-
-
-def request_options(command: Callable[..., None], request: Declared = SearchRequest) -> Callable[..., None]:
-    """The options of a command (`search`, `locate`, `status`), one per field of its request with command-line flags
-    (api/request.py)."""
-    for name, kind, option in reversed(list(search_request_options(request))):
-        for flag, value, help in reversed(option.switches):  # `--regex`: match set to "regex"
-            command = click.option(flag, f"{name}_{value}", is_flag=True, help=help)(command)
-        if not option.flags:
-            continue
-        command = click.option(
-            *option.flags,
-            name,
-            type=_click_type(kind, option),
-            is_flag=kind is bool,
-            multiple=kind is tuple,
-            metavar=option.metavar,
-            show_default=bool(option.choices),
-            default=request.__dataclass_fields__[name].default if option.choices or kind is bool else None,
-            help=option.help,
-        )(command)
-    return command
 
 
 SWITCHES = next(option.switches for name, _, option in search_request_options() if name == "match")
@@ -97,7 +63,8 @@ def search_command(
     exact = asked.pop("exact") or bool(switched)
     match = switched[0] if switched else "word"
     fields = {name: value for name, value in asked.items() if value is not None}
-    request = SearchRequest(query=query, exact=exact, match=match, **fields)
+    # the text is rendered where the answer is made
+    request = SearchRequest(query=query, exact=exact, match=match, format="json" if as_json else "text", **fields)
 
     def opened() -> KnowledgeBase:
         progress = ProgressPrinter(not as_json)
@@ -112,26 +79,24 @@ def search_command(
                 click.echo("embedding in the background; answers gain vectors as they arrive", err=True)
         return kb
 
-    operation = "search" if as_json else "search_text"  # the text is rendered where the answer is made
-    data = ask(ctx, operation, request.to_params(), remote=remote, daemon=not build, kb=opened)
+    data = ask(ctx, "search", request, remote=remote, daemon=not build, kb=opened)
     emit(data, as_json, lambda: data["text"])
 
 
 @click.command("status")
-@partial(request_options, request=StatusTextRequest)
+@partial(request_options, request=StatusRequest)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@remote_option
 @click.pass_context
-def status_command(ctx: click.Context, as_json: bool, verbose: bool) -> None:
+def status_command(ctx: click.Context, as_json: bool, verbose: bool, remote: str | None) -> None:
     """Show the model, counts, index age and skipped files.
 
     \b
     knowledge status --json
     knowledge status --verbose
     """
-    if as_json:
-        data = ask(ctx, "status", kb=lambda: open_kb(ctx))
-    else:  # the text is rendered where the answer is made
-        data = ask(ctx, "status_text", {"verbose": verbose}, kb=lambda: open_kb(ctx))
+    asked = StatusRequest(verbose=verbose, format="json" if as_json else "text")  # text rendered where it is made
+    data = ask(ctx, "status", asked, remote=remote, kb=lambda: open_kb(ctx))
     emit(data, as_json, lambda: data["text"])
     if not data.get("exists"):
         ctx.exit(EXIT_PROBLEMS)  # no index: a script checking `knowledge status` must not go on as if there were

@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING
 
 import click
 
-from ..api.operations import OPERATIONS
 from ..errors import ConfigError, KnowledgeError
+from ..server.operations import OPERATIONS
 from .context import open_kb
 
 if TYPE_CHECKING:

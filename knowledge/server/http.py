@@ -15,11 +15,12 @@ from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any
 
-from ..api.operations import OPERATIONS
+from ..api.request import LlmsTxtRequest
 from ..errors import KnowledgeError, PathOutsideRepositoryError
 from ..render.base import escaped_json
 from .auth import bearer_ok, host_allowed, origin_allowed
 from .backend import Backend
+from .operations import OPERATIONS, Operation
 
 if TYPE_CHECKING:
     from ..records import JsonObject
@@ -98,17 +99,21 @@ class KnowledgeHTTPServer(ThreadingHTTPServer):
 
 
 def _routes(backend: Backend) -> dict[tuple[str, str], Callable[[JsonObject], JsonObject]]:
-    """Every operation's route (api/operations.py), and /llms.txt where agents look for it (served as text)."""
+    """Every operation's route (server/operations.py): a POST of its parameters, and a GET where it needs none; and
+    /llms.txt where agents look for it (served as text)."""
     routes: dict[tuple[str, str], Callable[[JsonObject], JsonObject]] = {}
     for operation in OPERATIONS:
-        answer = getattr(backend, operation.name)
-        routes[(operation.method, operation.route)] = _no_body(answer) if operation.method == "GET" else answer
-    routes[("GET", "/llms.txt")] = lambda _body: backend.llms_txt()
+        answer = _answering(backend, operation)
+        routes[("POST", operation.route)] = answer
+        if operation.takes_get:
+            routes[("GET", operation.route)] = answer
+    routes[("GET", "/llms.txt")] = lambda _body: backend.call("llms_txt", LlmsTxtRequest())
     return routes
 
 
-def _no_body(answer: Callable[[], JsonObject]) -> Callable[[JsonObject], JsonObject]:
-    return lambda _body: answer()
+def _answering(backend: Backend, operation: Operation) -> Callable[[JsonObject], JsonObject]:
+    """The JSON body made the operation's request (validated once, here) and handed to the backend."""
+    return lambda body: backend.call(operation.name, operation.request.from_params(body))
 
 
 class _Handler(BaseHTTPRequestHandler):

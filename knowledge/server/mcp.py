@@ -11,10 +11,10 @@ import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ..api.operations import OPERATIONS
-from ..api.request import Declared, request_options, required_fields
+from ..api.request import LlmsTxtRequest, request_options, required_fields
 from ..errors import KnowledgeError
 from .backend import Backend
+from .operations import OPERATIONS, Operation
 
 KEYWORD = inspect.Parameter.KEYWORD_ONLY
 
@@ -43,9 +43,9 @@ def _call(operation: Callable[[], JsonObject]) -> JsonObject:
     return answer
 
 
-def _tool(answer: Callable[..., JsonObject], request: Declared | None, name: str) -> Callable[..., JsonObject]:
-    """A tool whose parameters, their types and descriptions are made from its request's one declaration (none: a
-    tool without parameters); the request validates what the agent sends, as for every frontend."""
+def _tool(backend: Backend, operation: Operation) -> Callable[..., JsonObject]:
+    """A tool whose parameters, their types and descriptions are made from its request's one declaration; the
+    request validates what the agent sends, as for every frontend, and goes to the backend as the object it is."""
     from typing import Annotated, cast
 
     from pydantic import Field
@@ -53,26 +53,26 @@ def _tool(answer: Callable[..., JsonObject], request: Declared | None, name: str
     described = cast("Any", Annotated)  # built at run time from the declaration: a type checker cannot follow
 
     as_mcp: dict[type, Any] = {bool: bool, int: int, float: float, str: str, tuple: list[str]}
+    request = operation.request
     parameters = []
-    required = required_fields(request) if request is not None else set()
-    for field_name, kind, option in request_options(request) if request is not None else ():
+    required = required_fields(request)
+    for field_name, kind, option in request_options(request):
         if not option.mcp:
             continue
         default: Any = inspect.Parameter.empty
         if field_name in required:
             annotation = as_mcp[kind]
         else:
-            default = None if kind is tuple else request.__dataclass_fields__[field_name].default  # type: ignore[union-attr]
+            default = None if kind is tuple else request.__dataclass_fields__[field_name].default
             annotation = as_mcp[kind] | None if default is None else as_mcp[kind]
         described_as = described[annotation, Field(description=option.help)]
         parameters.append(inspect.Parameter(field_name, KEYWORD, default=default, annotation=described_as))
 
     def tool(**arguments: Any) -> JsonObject:  # noqa: ANN401 - JSON values, checked by the request
-        if request is None:
-            return _call(answer)
-        return _call(lambda: answer({key: value for key, value in arguments.items() if value is not None}))
+        asked = {key: value for key, value in arguments.items() if value is not None}
+        return _call(lambda: backend.call(operation.name, request.from_params(asked)))
 
-    tool.__name__ = name
+    tool.__name__ = operation.tool
     tool.__signature__ = inspect.Signature(parameters, return_annotation=dict[str, Any])  # type: ignore[attr-defined]
     tool.__annotations__ = {p.name: p.annotation for p in parameters} | {"return": dict[str, Any]}
     return tool
@@ -99,18 +99,15 @@ def build_server(backend: Backend) -> Any:  # noqa: ANN401 - mcp.server.mcpserve
     writes = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
     for operation in OPERATIONS:
         if operation.tool:
-
-            def answer(*params: JsonObject, name: str = operation.name) -> JsonObject:
-                return getattr(backend, name)(*params)  # type: ignore[no-any-return]
-
-            tool = _tool(answer, operation.request, operation.tool)
             annotations = writes if operation.writes else read_only
-            server.tool(name=operation.tool, description=operation.doc, annotations=annotations)(tool)
+            server.tool(name=operation.tool, description=operation.doc, annotations=annotations)(
+                _tool(backend, operation)
+            )
 
     @server.resource("knowledge://llms.txt", name="llms.txt", mime_type="text/markdown")
     def llms_txt() -> str:
         """The project's docs, one line each (llmstxt.org): title, path and what each is about, from front matter."""
-        return str(backend.llms_txt()["text"])
+        return str(backend.call("llms_txt", LlmsTxtRequest())["text"])
 
     return server
 

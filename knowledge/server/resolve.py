@@ -9,15 +9,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..api.operations import BY_NAME
+from ..api.operations import route_of
 
 if TYPE_CHECKING:
+    from ..api.request import Declared
     from ..records import JsonObject
     from .backend import Backend
-
-# operation -> (method, route): the daemon and `knowledge serve` share the HTTP routes (api/operations.py)
-ROUTES = {name: (operation.method, operation.route) for name, operation in BY_NAME.items()}
-ROUTES["shutdown"] = ("POST", "/v1/shutdown")  # the daemon's own
 
 
 _NO_DAEMON: set[Path] = set()  # where this process looked and found none: the launcher's look serves the CLI's
@@ -39,8 +36,7 @@ def daemon_answer(
     if folder is None:
         _NO_DAEMON.add(where)
         return None
-    method, route = ROUTES[operation]
-    return request(folder, method, route, params if method == "POST" else None, timeout)
+    return request(folder, "POST", route_of(operation), params or {}, timeout)
 
 
 def backend_for(remote: str | None, local: Callable[[], Backend]) -> Backend:
@@ -54,19 +50,17 @@ def backend_for(remote: str | None, local: Callable[[], Backend]) -> Backend:
 
 def answer(
     operation: str,
-    params: JsonObject | None,
+    asked: Declared,
     *,
     start: Path,
     local: Callable[[], Backend],
     remote: str | None = None,
     daemon: bool = True,
 ) -> JsonObject:
-    """One call, answered by the first of: the server at `remote`, the warm daemon (when `daemon`), the local index."""
+    """One call, answered by the first of: the server at `remote`, the warm daemon (when `daemon`), the local index.
+    Only the wire serialises the request: the local index is handed the object."""
     if not remote and daemon:
-        data = daemon_answer(start, operation, params)
+        data = daemon_answer(start, operation, asked.to_params())
         if data is not None:
             return data
-    backend = backend_for(remote, local)
-    method = getattr(backend, operation)
-    answered: JsonObject = method() if ROUTES[operation][0] == "GET" else method(params or {})
-    return answered
+    return backend_for(remote, local).call(operation, asked)
