@@ -143,6 +143,8 @@ for line in sys.stdin:
             row["locate"] = [f.path for f in answer.files]
             row["locate_ms"] = round((time.monotonic() - t) * 1000)
             row["entities"] = [[f.path, e.line_start, e.line_end] for f in answer.files for e in f.entities]
+            row["evidence"] = [sorted({e.signal for e in f.evidence}) for f in answer.files]  # how sure, offline
+            row["scores"] = [round(f.score, 5) for f in answer.files]
             if order.get("dump"):  # every signal's votes, to weigh the signals offline (--dump)
                 from functools import partial
                 import knowledge.locate as L
@@ -424,6 +426,7 @@ def main() -> None:
     indexing: dict[str, list[float]] = {}
     dumped: dict[str, dict] = {}
     entities: dict[str, dict[str, list]] = {}
+    evidence: dict[str, dict[str, dict]] = {}
     cached = args.work / f"bm25-{args.set}.json"  # the baseline depends on the data alone: once per work folder
     known = json.loads(cached.read_text()) if cached.exists() else {}
     for number, instance in enumerate(instances, 1):
@@ -469,6 +472,8 @@ def main() -> None:
                         timing.setdefault(f"{side} {asker}", []).append(row[f"{asker}_ms"])
                 if "entities" in row:
                     entities.setdefault(f"{side} locate", {})[iid] = row["entities"]
+                if "evidence" in row:
+                    evidence.setdefault(f"{side} locate", {})[iid] = {"signals": row["evidence"], "scores": row["scores"]}
     print(f"all: {time.monotonic() - started:.0f}s", file=sys.stderr, flush=True)
     results = {
         "base": base_commit,
@@ -478,6 +483,7 @@ def main() -> None:
         "median_index_s": {name: statistics.median(values) for name, values in indexing.items()},
         "entities": entities,
         "entity_scores": {name: entity_scores(rows, instances) for name, rows in entities.items()},
+        "evidence": evidence,  # each file's signals and score, to judge a confidence offline
     }
     if dumped:
         (args.work / "votes.json").write_text(json.dumps(dumped))

@@ -41,20 +41,37 @@ def answer_locate(
     files = locate(
         sources, issue, request.k or DEFAULT_K, LocatePolicy(), meaning, history, _path_filter(request), coverages
     )
-    kept, used = [], 0
-    for position, file in enumerate(files):
-        for shape in _shapes(file):
-            cost = model.count_tokens(printed(shape))
-            if used + cost <= budget:
-                kept.append(shape)
-                used += cost
+    kept, used = packed(files, lambda shape: model.count_tokens(printed(shape)), budget)
+    return LocateResponse(len(request.query), kept, used, budget, len(files) - len(kept), left_out)
+
+
+def packed(
+    files: Sequence[LocatedFile], cost: Callable[[LocatedFile], int], budget: int
+) -> tuple[tuple[LocatedFile, ...], int]:
+    """As many files as the budget holds, each in the lightest of its shapes it must take: while over, the worst file
+    still in full gives up all but its first entity, then the worst not yet bare its entities; a file is dropped only
+    when every file is bare (the -k asked for is kept while their paths and evidence fit). The best keep theirs
+    longest, as search's results do (budget.fit_printed)."""
+    ladders = [shapes(file) for file in files]
+    costs = [[cost(shape) for shape in ladder] for ladder in ladders]
+    level = [0] * len(files)
+    kept = len(files)
+
+    def used() -> int:
+        return sum(costs[position][level[position]] for position in range(kept))
+
+    while kept and used() > budget:
+        for step in (1, 2):
+            lighter = next((p for p in range(kept - 1, -1, -1) if level[p] < step), None)
+            if lighter is not None:
+                level[lighter] = step
                 break
         else:
-            return LocateResponse(len(request.query), tuple(kept), used, budget, len(files) - position, left_out)
-    return LocateResponse(len(request.query), tuple(kept), used, budget, 0, left_out)
+            kept -= 1
+    return tuple(ladders[position][level[position]] for position in range(kept)), used()
 
 
-def _shapes(file: LocatedFile) -> list[LocatedFile]:
+def shapes(file: LocatedFile) -> list[LocatedFile]:
     """A file as printed in full, then with its first entity and evidence only, then its path and evidence kinds."""
     first = replace(file, entities=file.entities[:1], evidence=file.evidence[:2])
     bare = replace(file, entities=(), evidence=tuple({e.signal: replace(e, detail="") for e in file.evidence}.values()))

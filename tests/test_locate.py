@@ -422,3 +422,50 @@ def test_every_signal_locate_casts_is_a_row_of_the_table_the_docs_and_the_tool_r
     assert all(f"`{name}`" in row for name in names)
     assert all(f"{signal.name}: {signal.says}" in LOCATE_DOC for signal in LOCATE_SIGNALS)
     assert {signal.name for signal in LOCATE_SIGNALS if signal.quoted} == QUOTED == {"message", "history"}
+
+
+def test_the_budget_packs_entities_down_before_it_drops_a_file():
+    """Issue 70: under the default budget `--json` returned 5-8 files where -k promised 10: the first files took
+    their full shape and the last were dropped. Now every file gives up entities (the worst first) before any file
+    goes."""
+    from knowledge.locate_answer import packed, shapes
+    from knowledge.records import LocatedEntity, LocatedFile, LocateEvidence
+    from knowledge.render.locate import located_json
+
+    files = [
+        LocatedFile(
+            f"pkg/module_{n}.py",
+            1.0 - n / 100,
+            (LocateEvidence("words", "parse price"), LocateEvidence("meaning"), LocateEvidence("name", "parse")),
+            tuple(LocatedEntity(f"pkg/module_{n}.py#f{e}", f"function_{e}", e * 10, e * 10 + 8) for e in range(6)),
+        )
+        for n in range(10)
+    ]
+
+    def cost(file):
+        return len(located_json(file)) // 4
+
+    full, first, bare = (cost(shape) for shape in shapes(files[0]))
+    assert full > first > bare
+    budget = full + sum(cost(shapes(file)[1]) for file in files[1:])
+    kept, used = packed(files, cost, budget)
+    assert len(kept) == 10  # the asked k, thinner, instead of the first few in full
+    assert used <= budget
+    assert kept[0] == files[0]  # the best keeps its entities longest
+    assert all(len(file.entities) == 1 for file in kept[1:])
+    kept, used = packed(files, cost, full * 20)
+    assert kept == tuple(files)  # nothing given up when all of it fits
+    tight, used = packed(files, cost, bare * 4)
+    assert 0 < len(tight) < 10
+    assert used <= bare * 4
+    assert all(not file.entities for file in tight)  # every file is bare before one is dropped
+    assert packed(files, cost, 1) == ((), 0)
+
+
+def test_the_json_answer_keeps_the_k_asked_for_under_a_tight_budget(shop):
+    issue = "parse_price and format_amount: prices are parsed and amounts formatted wrongly in the catalog items"
+    wide, wide_paths = located(shop, issue, "-k", "4", "--budget", "5000")
+    assert len(wide_paths) == 4
+    tight, tight_paths = located(shop, issue, "-k", "4", "--budget", str(wide["tokens_used"] // 2))
+    assert tight_paths == wide_paths
+    assert tight["tokens_used"] <= wide["tokens_used"] // 2
