@@ -3,6 +3,7 @@
     frame     a traceback frame names the file (installed copies mapped by path suffix)
     path      the text names the file or its module (`sympy/core/basic.py`, `sympy.core.basic`)
     name      the issue's code calls or imports a name the file defines (rarer names weigh more)
+    callee    what a named function calls is defined in the file (the call graph, one step)
     message   an error message the issue quotes is written in the file
     words     the issue's words (BM25 over the chunks, read per file)
     meaning   the static stage (its issue side: embedding/static.issue_static) over the title and prose
@@ -52,6 +53,7 @@ class LocatePolicy:
     entities_per_file: int = 5  # a file's functions, classes or sections named in the answer, best first
     common_name_files: int = 12  # a name defined in more files than this says nothing of where
     few_files: int = 3  # a word naming more modules than this (`utils`, `base`) says nothing of which
+    walked_names: int = 8  # the named definitions whose callees vote (0: the call graph casts no vote)
 
 
 Stage = tuple[str, Callable[[str], "np.ndarray"]]  # "static" or "dense", and its query embedder
@@ -95,7 +97,8 @@ def collect(
     votes: dict[str, list[Vote]] = defaultdict(list)
     if code is not None:
         _frames_and_paths(issue, known, votes, policy)
-        _names(code, issue, votes, policy)
+        named = _names(code, issue, votes, policy)
+        _callees(code, named, votes, policy)
         _messages(code, issue, votes)
     text = salient(issue)
     vectors = [(stage, embed(text)) for stage, embed in meaning]
@@ -180,15 +183,20 @@ def _frame_entity(index: KindIndex, path: str, frame: Frame) -> str | None:
     return chosen[0].id if chosen else None
 
 
-def _names(code: KindIndex, issue: IssueText, votes: dict[str, list[Vote]], policy: LocatePolicy) -> None:
+def _names(
+    code: KindIndex, issue: IssueText, votes: dict[str, list[Vote]], policy: LocatePolicy
+) -> list[tuple[float, Chunk]]:
+    """Votes for the files defining the names the text's code uses; returns the definitions voted for, with their
+    weights (the call graph walks on from them)."""
     keys = {name_key(name): name for name in issue.names}
     if not keys:
-        return
+        return []
     defining = code.searched.defining(sorted(keys), policy.depth * 4)
     chunks = code.searched.chunks(defining)
     by_name: dict[str, dict[str, int]] = defaultdict(dict)
     for key, chunk in chunks.items():
         by_name[name_key(chunk.symbol)].setdefault(chunk.path, key)
+    named = []
     for position, name in enumerate(issue.names):
         files = by_name.get(name_key(name), {})
         if not files or len(files) > policy.common_name_files:
@@ -197,6 +205,24 @@ def _names(code: KindIndex, issue: IssueText, votes: dict[str, list[Vote]], poli
         weight = 1.0 / (len(files) ** 0.5) / (1 + position / 8)
         for path, key in files.items():
             votes[path].append(("name", weight, name, key))
+            named.append((weight, chunks[key]))
+    return named
+
+
+def _callees(
+    code: KindIndex, named: list[tuple[float, Chunk]], votes: dict[str, list[Vote]], policy: LocatePolicy
+) -> None:
+    """The call graph from what the text names to where the work happens: what each named function or method calls
+    (one step, resolved as `search --expand` resolves it) votes for the file defining it, in another file than the
+    caller's; a caller of many functions says less of each."""
+    if not named or policy.walked_names == 0:
+        return
+    graph = code.call_graph()
+    for weight, chunk in sorted(named, key=lambda pair: -pair[0])[: policy.walked_names]:
+        called = [ref for ref in graph.calls(chunk) if ref["path"] != chunk.path]
+        for ref in called:
+            detail = f"{chunk.symbol} -> {ref['name']}"
+            votes[str(ref["path"])].append(("callee", weight / len(called) ** 0.5, detail, None))
 
 
 def _messages(code: KindIndex, issue: IssueText, votes: dict[str, list[Vote]]) -> None:

@@ -13,9 +13,11 @@ from .globs import glob_to_regex, matches_any
 from .issue import clip_paste, read_issue
 from .kind import KindIndex
 from .locate import LocatePolicy, Stage, locate
-from .records import LocatedFile, LocateResponse
+from .records import LOCATE_SIGNALS, LocatedFile, LocateResponse
 
 DEFAULT_K = 10
+SURENESS = ("low", "medium", "high")
+SURE = {signal.name: signal.sure for signal in LOCATE_SIGNALS}
 History = Callable[[Sequence[str]], list[tuple[str, float, str]]]
 
 
@@ -42,7 +44,18 @@ def answer_locate(
         sources, issue, request.k or DEFAULT_K, LocatePolicy(), meaning, history, _path_filter(request), coverages
     )
     kept, used = packed(files, lambda shape: model.count_tokens(printed(shape)), budget)
-    return LocateResponse(len(request.query), kept, used, budget, len(files) - len(kept), left_out)
+    omitted = len(files) - len(kept)
+    return LocateResponse(len(request.query), kept, used, budget, omitted, left_out, confidence(files))
+
+
+def confidence(files: Sequence[LocatedFile]) -> str:
+    """How sure the answer is: the surest signal that found its first file. "high": the text names the place (a
+    frame, a path, a message found there); "medium": it names what is defined there; "low": only its words, meaning
+    or history found it (the first file was right in 69%, 44% and 20% of such answers on swe-dev, where this was
+    chosen, and in 56%, 53% and 44% on mswe-dev: docs/benchmarks.md §4g); "" with no file."""
+    if not files:
+        return ""
+    return max((SURE[evidence.signal] for evidence in files[0].evidence), key=SURENESS.index, default="low")
 
 
 def packed(

@@ -180,19 +180,24 @@ class SearchResponse:
 @dataclass(frozen=True, slots=True)
 class LocateSignal:
     """One kind of evidence `locate` weighs: its name (a vote's, the evidence's), what it says of a file, and whether
-    its detail is free text (a message, a commit's subject: quoted when shown). The MCP tool's description, the JSON
-    docs and the renderer read the table; adding a signal is a row and the function that casts its votes."""
+    its detail is free text (a message, a commit's subject: quoted when shown), and how sure an answer is whose first
+    file it found (`sure`): "high" where the text names the place itself (a frame, a path, a message found
+    verbatim), "medium" where it names what is defined there, "low" where it finds only words, meaning or history.
+    The MCP tool's description, the JSON docs, the renderer and the answer's confidence read the table; adding a
+    signal is a row and the function that casts its votes."""
 
     name: str
     says: str
     quoted: bool = False
+    sure: str = "low"
 
 
 LOCATE_SIGNALS = (
-    LocateSignal("frame", "a traceback frame ran there (its file, line and function)"),
-    LocateSignal("path", "the text names the file, its module, or a word that is the module's name"),
-    LocateSignal("name", "a name the text's code uses is defined there"),
-    LocateSignal("message", "a quoted error message is written there", quoted=True),
+    LocateSignal("frame", "a traceback frame ran there (its file, line and function)", sure="high"),
+    LocateSignal("path", "the text names the file, its module, or a word that is the module's name", sure="high"),
+    LocateSignal("name", "a name the text's code uses is defined there", sure="medium"),
+    LocateSignal("callee", "a function that a name the text uses calls is defined there (the call graph, one step)"),
+    LocateSignal("message", "a quoted error message is written there", quoted=True, sure="high"),
     LocateSignal("words", "its words are the text's (the lexical index)"),
     LocateSignal("meaning", "it means what the text means (the static stage, the transformer once vectors exist)"),
     LocateSignal("history", "a past commit whose message reads like the text changed it (its subject)", quoted=True),
@@ -236,6 +241,7 @@ class LocateResponse:
     budget: int
     omitted: int  # files left out by the budget
     left_out_chars: int = 0  # of a paste longer than locate reads, the middle not read (issue.clip_paste)
+    confidence: str = ""  # the surest signal that found the first file: high, medium or low (records.LocateSignal.sure)
 
 
 @dataclass(frozen=True, slots=True)

@@ -469,3 +469,113 @@ def test_the_json_answer_keeps_the_k_asked_for_under_a_tight_budget(shop):
     tight, tight_paths = located(shop, issue, "-k", "4", "--budget", str(wide["tokens_used"] // 2))
     assert tight_paths == wide_paths
     assert tight["tokens_used"] <= wide["tokens_used"] // 2
+
+
+def test_the_answer_says_how_sure_it_is(shop):
+    """Issue 70: `echo hello | knowledge locate -` answered a file as plainly as a real match. The answer carries a
+    confidence: low when nothing the text names (a frame, a path, a name, a message) put its first file there."""
+    data, paths = located(shop, "hello there, the thing is broken somehow")
+    assert data["confidence"] == "low"
+    text = run(shop, "locate", "-", stdin="hello there, the thing is broken somehow").stdout
+    assert text.startswith("low confidence: ")
+    traceback = (
+        "Crash on a bracket\n\nTraceback (most recent call last):\n"
+        '  File "shop/parser.py", line 6, in parse_price\n'
+        "ValueError: unbalanced bracket in price expression '(1'\n"
+    )
+    data, paths = located(shop, traceback)
+    assert (paths[0], data["confidence"]) == ("shop/parser.py", "high")
+    assert not run(shop, "locate", "-", stdin=traceback).stdout.startswith("low confidence")
+    from knowledge.locate_answer import SURENESS
+    from knowledge.records import LOCATE_SIGNALS
+
+    assert {signal.sure for signal in LOCATE_SIGNALS} == set(SURENESS)
+    data, _ = located(shop, "Words are split wrong\n\n```python\nPriceParser().split_words('a  b')\n```\n")
+    assert data["confidence"] == "medium"
+
+
+SRC_LAYOUT = {
+    "README.md": "---\ndescription: mypkg, a testing helper.\n---\n# mypkg\n\nMarks and a console for test runs.\n",
+    "pyproject.toml": '[project]\nname = "mypkg"\nversion = "1.0"\ndependencies = ["pluggy"]\n',
+    "docs/conf.py": (
+        "project = 'mypkg'\ncopyright = '2024, the mypkg team'\nversion = '1.0'\nrelease = version\n"
+        "extensions = ['sphinx.ext.autodoc', 'sphinx.ext.intersphinx']\nhtml_theme = 'furo'\n"
+        "intersphinx_mapping = {'python': ('https://docs.python.org/3', None)}\n"
+    ),
+    "src/mypkg/__init__.py": "from .console import Console\nfrom .mark.evaluate import cached_eval\n",
+    "src/mypkg/mark/__init__.py": "",
+    "src/mypkg/mark/evaluate.py": (
+        "_cache = {}\n\n"
+        "def cached_eval(config, expr, namespace):\n"
+        "    key = expr\n"
+        "    if key not in _cache:\n"
+        "        _cache[key] = eval(compile(expr, 'mark', 'eval'), namespace)\n"
+        "    return _cache[key]\n\n"
+        "class MarkEvaluator:\n"
+        "    def istrue(self, item):\n"
+        "        return cached_eval(item.config, self.expr, item.namespace)\n"
+    ),
+    "src/mypkg/mark/structures.py": "class Mark:\n    def __init__(self, name, args):\n        self.name = name\n",
+    "src/mypkg/console.py": (
+        "from ._format import format_rows\n\n"
+        "class Console:\n"
+        "    def __init__(self, width=80):\n"
+        "        self.width = width\n\n"
+        "    def print_table(self, rows):\n"
+        "        print(format_rows(rows, self.width))\n\n"
+        "    def print_line(self, text):\n"
+        "        print(text[: self.width])\n"
+    ),
+    "src/mypkg/_format.py": (
+        "def format_rows(rows, width):\n"
+        "    lines = []\n"
+        "    for row in rows[:-1]:\n"
+        "        lines.append(' | '.join(str(cell) for cell in row)[:width])\n"
+        "    return '\\n'.join(lines)\n"
+    ),
+    "tests/test_console.py": "from mypkg import Console\n\ndef test_print_line():\n    Console().print_line('x')\n",
+}
+
+
+@pytest.fixture
+def src_layout(git_repo):
+    commit(git_repo, SRC_LAYOUT, message="Start mypkg")
+    run(git_repo, "reindex-all", "--quiet")
+    return git_repo
+
+
+def test_a_named_path_in_backticks_is_found_under_src(src_layout):
+    """Issue 70: the issue says "see `cached_eval` in `_pkg/mark/evaluate.py`" and the file is under `src/`."""
+    issue = (
+        "Marks are evaluated with stale globals\n\nSee `cached_eval` in `mypkg/mark/evaluate.py`: the cache key "
+        "is the expression alone, so two modules with the same skipif string share one result."
+    )
+    data, paths = located(src_layout, issue)
+    assert paths[0] == "src/mypkg/mark/evaluate.py"
+    assert "path" in {e["signal"] for e in data["files"][0]["evidence"]}
+    assert data["files"][0]["entities"][0]["name"] == "cached_eval"
+
+
+def test_the_docs_build_conf_py_is_not_first_for_an_issue_about_the_code(src_layout):
+    """Issue 70: a documentation build's `conf.py` shares a project's words (its name, its version, its extensions)
+    but is rarely what an issue fixes; it is first only for an issue about the docs build."""
+    code_issues = [
+        "mypkg 1.0: the project version is printed wrong by the console's table in the release",
+        "Console.print_line cuts the text at the width; the project docs say the version 1.0 wraps it",
+        "cached_eval in mypkg 1.0 ignores the namespace of the mark",
+    ]
+    for issue in code_issues:
+        _, paths = located(src_layout, issue)
+        assert paths[0] != "docs/conf.py", issue
+    _, paths = located(src_layout, "The Sphinx docs build fails: html_theme furo and the intersphinx_mapping")
+    assert paths[0] == "docs/conf.py"
+
+
+def test_the_helper_that_does_the_work_of_the_named_method_is_in_the_top_three(src_layout):
+    """Issue 70: the issue names the public method; the fix is in the helper it calls, in another module."""
+    issue = (
+        "Console.print_table drops the last row\n\n```python\nfrom mypkg import Console\n"
+        "Console().print_table([[1, 2], [3, 4]])\n```\nOnly `1 | 2` is printed."
+    )
+    _, paths = located(src_layout, issue)
+    assert "src/mypkg/_format.py" in paths[:3]

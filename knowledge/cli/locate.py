@@ -52,8 +52,9 @@ def locate_command(
     **asked: Any,  # noqa: ANN401 - the request's own options, declared once in api/request.py
 ) -> None:
     """Where to change for an issue or task: the files most likely to need it, best first, each with the evidence
-    that put it there (a traceback frame, a named symbol, an error message, the words, the meaning, past commits)
-    and its functions, classes or sections to read first.
+    that put it there (a traceback frame, a named symbol and what it calls, an error message, the words, the
+    meaning, past commits) and its functions, classes or sections to read first. The first line says so when the
+    answer is unsure (only the words and meaning point there).
 
     \b
     knowledge locate "Blueprint names with a dot should raise an error"

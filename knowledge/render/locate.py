@@ -37,6 +37,7 @@ def locate_to_dict(response: LocateResponse) -> JsonObject:
         "tokens_used": response.tokens_used,
         "omitted": response.omitted,
         **({"left_out_chars": response.left_out_chars} if response.left_out_chars else {}),
+        **({"confidence": response.confidence} if response.confidence else {}),
         "files": [located_to_dict(file) for file in response.files],
     }
 
@@ -65,7 +66,14 @@ def locate_to_text(response: LocateResponse) -> str:
     tail = f"{response.tokens_used}/{response.budget} tokens"
     if response.omitted:
         tail += f", {response.omitted} more file(s) over the budget: --budget N for more"
-    return said + "".join(located_text(file) for file in response.files) + tail + "\n"
+    return said + _sureness(response) + "".join(located_text(file) for file in response.files) + tail + "\n"
+
+
+def _sureness(response: LocateResponse) -> str:
+    """A line first when the answer is unsure: nothing the text names found the first file."""
+    if response.confidence != "low":
+        return ""
+    return "low confidence: nothing the text names (a frame, a path, a name, a message) is here; only its words\n"
 
 
 def left_out_line(response: LocateResponse) -> str:

@@ -9,19 +9,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..api import request as asked
 from ..api.operations import route_of
-from ..api.request import (
-    Declared,
-    DocsForFileRequest,
-    DocsForRequest,
-    LlmsTxtRequest,
-    LocateRequest,
-    ReindexRequest,
-    SearchRequest,
-    SourceRequest,
-    StatusRequest,
-    required_fields,
-)
+from ..api.request import Declared, required_fields
 from ..errors import KnowledgeError
 from ..records import LOCATE_SIGNALS, JsonObject
 from . import answers
@@ -69,36 +59,37 @@ LOCATE_DOC = (
     "length). Returns the files most likely to need the change, best first, each with its evidence ("
     + "; ".join(f"{signal.name}: {signal.says}" for signal in LOCATE_SIGNALS)
     + ") and its entities (functions, classes, sections, each with its whole line range: follow them with "
-    "`get_source`). The question is not echoed; all of it fits the token budget."
+    "`get_source`), and `confidence`: low when nothing the text names put the first file there, only its words and "
+    "meaning. The question is not echoed; all of it fits the token budget."
 )
 
 OPERATIONS = (
-    Operation("search", SearchRequest, answers.search, answers.SEARCH_FORMS, "search", SEARCH_DOC),
-    Operation("locate", LocateRequest, answers.locate, answers.LOCATE_FORMS, "locate", LOCATE_DOC),
+    Operation("search", asked.SearchRequest, answers.search, answers.SEARCH_FORMS, "search", SEARCH_DOC),
+    Operation("locate", asked.LocateRequest, answers.locate, answers.LOCATE_FORMS, "locate", LOCATE_DOC),
     Operation(
-        "source", SourceRequest, answers.source, answers.SOURCE_FORMS, "get_source",
+        "source", asked.SourceRequest, answers.source, answers.SOURCE_FORMS, "get_source",
         "Exact current lines of a repository file (1-based, inclusive), by path and range or by a result's id. "
         "A dependency's result is read by its id or its named path (`click==8.1.7:click/core.py`) at that version. "
         "Paths outside the repository are refused.",
     ),
     Operation(
-        "status", StatusRequest, answers.status, answers.STATUS_FORMS, "status",
+        "status", asked.StatusRequest, answers.status, answers.STATUS_FORMS, "status",
         "The index: model, counts, the commit it reflects, files that changed since, skipped files.",
     ),
     Operation(
-        "docs_for_file", DocsForFileRequest, answers.docs_for_file, answers.HITS_FORMS, "docs_for_file",
+        "docs_for_file", asked.DocsForFileRequest, answers.docs_for_file, answers.HITS_FORMS, "docs_for_file",
         "Doc sections that mention a file path (or its name): metadata only, no embedding, cheap.",
     ),
     Operation(
-        "docs_for", DocsForRequest, answers.docs_for, answers.HITS_FORMS, "docs_for",
+        "docs_for", asked.DocsForRequest, answers.docs_for, answers.HITS_FORMS, "docs_for",
         "Doc sections that refer to code before you change it: `target` is a file path, `path:LINE` (the entity at "
         "that line) or a symbol (`KnowledgeBase.search`). Metadata only, no embedding, cheap.",
     ),
     Operation(
-        "reindex", ReindexRequest, answers.reindex, answers.REINDEX_FORMS, "reindex",
+        "reindex", asked.ReindexRequest, answers.reindex, answers.REINDEX_FORMS, "reindex",
         "Bring the index up to date with the files: changes only, or a full rebuild with full=true (slow).",
         writes=True,
     ),
-    Operation("llms_txt", LlmsTxtRequest, answers.llms_txt, answers.LLMS_TXT_FORMS),
+    Operation("llms_txt", asked.LlmsTxtRequest, answers.llms_txt, answers.LLMS_TXT_FORMS),
 )  # fmt: skip
 BY_NAME = {operation.name: operation for operation in OPERATIONS}
