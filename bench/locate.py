@@ -149,7 +149,10 @@ for line in sys.stdin:
                 from functools import partial
                 import knowledge.locate as L
                 from knowledge import history as H
-                from knowledge.answer import static_stage
+                try:
+                    from knowledge.model_stages import static_stage
+                except ImportError:  # a side from before the stages had a module of their own
+                    from knowledge.answer import static_stage
                 from knowledge.issue import read_issue
                 sources = kb.indexes(("code", "docs"))
                 known = {p: s for s in sources for p in s.store.files()}
@@ -204,7 +207,10 @@ for line in sys.stdin:
                             keyed.append([signal, value, detail, path, chunk.line_start, chunk.line_end])
                 row["keyed"] = keyed
                 # the transformer's list as its own signal (the complete stage): `locate` adds it to meaning's votes
-                from knowledge.answer import query_embedder
+                try:
+                    from knowledge.model_stages import query_embedder
+                except ImportError:
+                    from knowledge.answer import query_embedder
                 dense = query_embedder(sources, kb.model, [s.coverage() for s in sources])
                 if dense is not None:
                     from collections import defaultdict
@@ -473,7 +479,8 @@ def main() -> None:
                 if "entities" in row:
                     entities.setdefault(f"{side} locate", {})[iid] = row["entities"]
                 if "evidence" in row:
-                    evidence.setdefault(f"{side} locate", {})[iid] = {"signals": row["evidence"], "scores": row["scores"]}
+                    signals = {"signals": row["evidence"], "scores": row["scores"]}
+                    evidence.setdefault(f"{side} locate", {})[iid] = signals
     print(f"all: {time.monotonic() - started:.0f}s", file=sys.stderr, flush=True)
     results = {
         "base": base_commit,

@@ -19,10 +19,10 @@ PROJECT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(PROJECT))
 
 from knowledge import locate as L  # noqa: E402 - after the path insert
-from knowledge.answer import static_stage  # noqa: E402
 from knowledge.embedding.static import load_issue_static  # noqa: E402
 from knowledge.issue import IssueText, read_issue  # noqa: E402
 from knowledge.kb import KnowledgeBase  # noqa: E402
+from knowledge.model_stages import static_stage  # noqa: E402
 
 DATA = PROJECT.parent / "shared" / "bench-data" / "swe-dev" / "instances.jsonl"
 CHOICES = {

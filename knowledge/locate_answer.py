@@ -6,13 +6,13 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
-from .answer import Model, query_embedder, static_stage
 from .api.request import LocateRequest
 from .config import Settings
 from .globs import glob_to_regex, matches_any
 from .issue import clip_paste, read_issue
 from .kind import KindIndex
 from .locate import LocatePolicy, Stage, locate
+from .model_stages import Model, query_embedder, static_stage
 from .records import LOCATE_SIGNALS, LocatedFile, LocateResponse
 
 DEFAULT_K = 10

@@ -19,6 +19,7 @@ LAYERS = {
         "knowledge.embed_pass",
         "knowledge.chunk_files",
         "knowledge.answer",
+        "knowledge.model_stages",
         "knowledge.search",
         "knowledge.search_options",
         "knowledge.retrieval",
@@ -100,6 +101,8 @@ SIDEWAYS = {
     # one request answered: the model's check, the pipeline, what the answer leaves behind
     ("knowledge.answer", "knowledge.search"): "runs the search pipeline",
     ("knowledge.answer", "knowledge.kind"): "answers over KindIndexes",
+    ("knowledge.answer", "knowledge.model_stages"): "the stage each source answers with",
+    ("knowledge.model_stages", "knowledge.kind"): "each index checked against the model that built it",
     ("knowledge.answer", "knowledge.drift_notes"): "the last drift run's notes on the doc sections answered",
     ("knowledge.locate", "knowledge.kind"): "locates over KindIndexes",
     (
@@ -109,7 +112,7 @@ SIDEWAYS = {
     ("knowledge.locate", "knowledge.pieces"): "an entity made whole from its parts by search's rule",
     ("knowledge.locate_answer", "knowledge.locate"): "the evidence fused into files",
     ("knowledge.locate_answer", "knowledge.kind"): "answers over KindIndexes",
-    ("knowledge.locate_answer", "knowledge.answer"): "the static stage each source answers with, as search's",
+    ("knowledge.locate_answer", "knowledge.model_stages"): "the stage each source answers with, as search's",
     # the search pipeline's own steps
     ("knowledge.search", "knowledge.retrieval"): "step 1, retrieve",
     ("knowledge.search", "knowledge.ranking"): "step 2, the ranking (rules, diversity) and step 3, the cut",
