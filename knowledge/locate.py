@@ -1,17 +1,8 @@
-"""locate(): where to change for an issue or task text. Each signal read from the issue (issue.py) votes for files:
-
-    frame     a traceback frame names the file (installed copies mapped by path suffix)
-    path      the text names the file or its module (`sympy/core/basic.py`, `sympy.core.basic`)
-    name      the issue's code calls or imports a name the file defines (rarer names weigh more)
-    callee    what a named function calls is defined in the file (the call graph, one step)
-    message   an error message the issue quotes is written in the file
-    words     the issue's words (BM25 over the chunks, read per file)
-    meaning   the static stage (its issue side: embedding/static.issue_static) over the title and prose
-    history   past commit messages like the issue changed the file (history.py)
-
-Votes are reciprocal ranks within each signal, every signal alike (`LocatePolicy`); tests, docs,
-templates and changelogs are evidence, rarely the answer: their votes pass to the file a test names, and what is left
-of them is damped. Within each file, its entities are ranked by the same votes, a traceback's frames first."""
+"""locate(): where to change for an issue or task text. Each signal read from the issue (issue.py; the signals are
+the rows of records.LOCATE_SIGNALS) votes for files. Votes are reciprocal ranks within each signal, every signal alike
+(`LocatePolicy`); tests, docs, templates and changelogs are evidence, rarely the answer: their votes pass to the file
+a test names, and what is left of them is damped. Within each file, its entities are ranked by the same votes, a
+traceback's frames first."""
 
 from __future__ import annotations
 
