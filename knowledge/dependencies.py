@@ -7,6 +7,7 @@ their package.json).
   activated one, `VIRTUAL_ENV`), each beside what `uv.lock`, `poetry.lock`, `pylock.toml` or a `==` pin says.
 - Node: `package.json`'s dependencies and devDependencies against `node_modules/<name>/package.json`, beside
   `package-lock.json`.
+- Rust and Go: against Cargo's registry sources and Go's module cache (dependency_caches.py).
 
 A package folder that is a link leading out of the repository or its environment is refused, not read.
 """
@@ -16,16 +17,14 @@ from __future__ import annotations
 import json
 import os
 import re
-import tomllib
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
+from .dependency_caches import cargo, go
+from .dependency_files import Dependency, normalized, read_json, read_text, read_toml, unique
 from .errors import ConfigError
 from .path_gate import read_unlinked
 
-MAX_FILE_BYTES = 32 * 1024 * 1024  # a lockfile or a manifest bigger than this is not read
 _NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
 _PIN = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[[^\]]*\])?\s*==\s*([\w.+!-]+)\s*(?:;.*)?$")
 ENVIRONMENTS = (".venv", "venv", "env")
@@ -33,37 +32,9 @@ ENVIRONMENTS = (".venv", "venv", "env")
 FILE_SUFFIXES = frozenset({"json", "jsonl", "yaml", "yml", "toml", "md", "txt", "cfg", "ini", "lock", "log", "html"})
 
 
-@dataclass(frozen=True, slots=True)
-class Dependency:
-    ecosystem: str  # "python" or "node"
-    name: str
-    wanted: str  # the declared requirement, as written (`click>=8.1`, `^4.17.0`)
-    declared_in: str  # the file that declares it, relative to the root
-    installed: str | None = None  # the version found installed; None when it is not
-    location: str | None = None  # the installed package's folder
-    locked: str | None = None  # the version the lockfile pins; None when none does
-    refused: str | None = None  # why the installed copy was not read
-    about: str | None = None  # the installed distribution's METADATA (Python): its long description is its README
-
-    @property
-    def problem(self) -> str | None:
-        if self.refused is not None:
-            return self.refused
-        if self.installed is None:
-            return "not installed"
-        if self.locked is not None and self.locked != self.installed:
-            return f"installed {self.installed}, the lockfile pins {self.locked}"
-        return None
-
-
-def normalized(name: str) -> str:
-    """A Python distribution's name as PEP 503 compares them (`Foo_Bar` is `foo-bar`)."""
-    return re.sub(r"[-_.]+", "-", name).lower()
-
-
 def resolve(root: Path) -> list[Dependency]:
-    """Every declared dependency of the repository at `root`, Python's then Node's, each resolved."""
-    return [*_python(root), *_node(root)]
+    """Every declared dependency of the repository at `root`, Python's, Node's, Rust's then Go's, each resolved."""
+    return [*_python(root), *_node(root), *cargo(root), *go(root)]
 
 
 # ---- Python ---------------------------------------------------------------------------------------------------------
@@ -79,11 +50,11 @@ def _python(root: Path) -> list[Dependency]:
         found = installed.get(key)
         version, folder, about = found if found else (None, None, None)
         out.append(Dependency("python", name, wanted, source, version, folder, locked.get(key), about=about))
-    return _unique(out)
+    return unique(out)
 
 
 def _python_declared(root: Path) -> Iterator[tuple[str, str, str]]:
-    project = _toml(root / "pyproject.toml")
+    project = read_toml(root / "pyproject.toml")
     if project is not None:
         table = project.get("project", {})
         groups = [table.get("dependencies", []), *table.get("optional-dependencies", {}).values()]
@@ -97,7 +68,7 @@ def _python_declared(root: Path) -> Iterator[tuple[str, str, str]]:
             if name.lower() != "python":
                 yield name, f"{name} {spec if isinstance(spec, str) else json.dumps(spec)}", "pyproject.toml"
     for requirements in sorted(root.glob("requirements*.txt")):
-        for line in _text(requirements).splitlines():
+        for line in read_text(requirements).splitlines():
             line = line.split(" #", 1)[0].strip()
             if line and not line.startswith(("#", "-")) and (match := _NAME.match(line)):
                 yield match.group(1), line, requirements.name
@@ -124,9 +95,9 @@ def _distributions(root: Path) -> dict[str, tuple[str, str, str]]:
     out: dict[str, tuple[str, str, str]] = {}
     for site in _site_packages(root):
         for info in sorted(site.glob("*.dist-info")):
-            headers = _headers(_text(info / "METADATA"))
+            headers = _headers(read_text(info / "METADATA"))
             if "name" in headers and "version" in headers:
-                folder = site / _code_folder(_text(info / "RECORD"), headers["name"])
+                folder = site / _code_folder(read_text(info / "RECORD"), headers["name"])
                 out.setdefault(normalized(headers["name"]), (headers["version"], str(folder), str(info / "METADATA")))
     return out
 
@@ -159,11 +130,11 @@ def _headers(metadata: str) -> dict[str, str]:
 def _python_locked(root: Path) -> dict[str, str]:
     locked: dict[str, str] = {}
     for lockfile, packages in (("uv.lock", "package"), ("poetry.lock", "package"), ("pylock.toml", "packages")):
-        for entry in (_toml(root / lockfile) or {}).get(packages, []):
+        for entry in (read_toml(root / lockfile) or {}).get(packages, []):
             if isinstance(entry, dict) and "name" in entry and "version" in entry:
                 locked.setdefault(normalized(str(entry["name"])), str(entry["version"]))
     for requirements in sorted(root.glob("requirements*.txt")):
-        for line in _text(requirements).splitlines():
+        for line in read_text(requirements).splitlines():
             if match := _PIN.match(line):
                 locked.setdefault(normalized(match.group(1)), match.group(2))
     return locked
@@ -171,10 +142,10 @@ def _python_locked(root: Path) -> dict[str, str]:
 
 # ---- Node -----------------------------------------------------------------------------------------------------------
 def _node(root: Path) -> list[Dependency]:
-    manifest = _json(root / "package.json")
+    manifest = read_json(root / "package.json")
     if not isinstance(manifest, dict):
         return []
-    lock = _json(root / "package-lock.json")
+    lock = read_json(root / "package-lock.json")
     packages = lock.get("packages", {}) if isinstance(lock, dict) else {}
     legacy = lock.get("dependencies", {}) if isinstance(lock, dict) else {}
     out = []
@@ -185,7 +156,7 @@ def _node(root: Path) -> list[Dependency]:
             locked = entry.get("version") if isinstance(entry, dict) else None
             folder = root / "node_modules" / name
             refused = _outside(folder, root)
-            found = None if refused else _json(folder / "package.json", package=True)
+            found = None if refused else read_json(folder / "package.json", package=True)
             version = found.get("version") if isinstance(found, dict) else None
             out.append(
                 Dependency(
@@ -199,7 +170,7 @@ def _node(root: Path) -> list[Dependency]:
                     refused,
                 )
             )
-    return _unique(out)
+    return unique(out)
 
 
 def _outside(folder: Path, root: Path) -> str | None:
@@ -235,7 +206,7 @@ def package_files(dependency: Dependency) -> Iterator[tuple[str, bytes]]:
         for name in sorted(names):
             path = Path(folder, name)
             yield from _file(path, f"{top.name}/{path.relative_to(top).as_posix()}")
-    description = _text(Path(dependency.about)).partition("\n\n")[2].strip() if dependency.about else ""
+    description = read_text(Path(dependency.about)).partition("\n\n")[2].strip() if dependency.about else ""
     if description:
         front = f"---\ndescription: {dependency.name} {dependency.installed}, as its distribution describes it.\n---\n"
         yield "README.md", (front + description + "\n").encode("utf-8")
@@ -286,7 +257,7 @@ def _defines(base: Path, parts: list[str]) -> bool | None:
                 rest = parts[cut:]
                 if not rest:
                     return True
-                text = _text(candidate)
+                text = read_text(candidate)
                 if re.search(r"(?m)^def __getattr__\(", text):
                     return None
                 return _names(text, rest[0]) and (len(rest) < 2 or _names(text, rest[1], member=True))
@@ -307,43 +278,3 @@ def _names(text: str, name: str, member: bool = False) -> bool:
             rf"(?ms)^from\s+\S+\s+import\s+\([^)]*\b{n}\b[^)]*\)",
         )
     )
-
-
-# ---- reading ----------------------------------------------------------------------------------------------------
-def _text(path: Path) -> str:
-    """A file's text, read without following a link in its place; "" when missing, a link, too big or unreadable."""
-    try:
-        if path.stat().st_size > MAX_FILE_BYTES:
-            return ""
-    except OSError:
-        return ""
-    data = read_unlinked(path)
-    return data.decode("utf-8", "replace") if data is not None else ""
-
-
-def _toml(path: Path) -> dict[str, Any] | None:
-    """A manifest or lockfile's table; None when there is none; one clear error when it is not TOML."""
-    try:
-        return tomllib.loads(_text(path)) if path.is_file() else None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: not valid TOML ({exc})") from exc
-
-
-def _json(path: Path, package: bool = False) -> object:
-    """A manifest or lockfile's document; None when there is none (or an installed package's is broken: that package
-    reads as not installed); one clear error when the repository's own is not JSON."""
-    try:
-        return json.loads(_text(path)) if path.is_file() else None
-    except json.JSONDecodeError as exc:
-        if package:
-            return None
-        raise ConfigError(f"{path}: not valid JSON ({exc})") from exc
-
-
-def _unique(found: list[Dependency]) -> list[Dependency]:
-    """One row a package, the first declaration of it."""
-    seen: dict[tuple[str, str], Dependency] = {}
-    for dependency in found:
-        key = (dependency.ecosystem, normalized(dependency.name))
-        seen.setdefault(key, dependency)
-    return list(seen.values())

@@ -11,17 +11,20 @@ import shutil
 from collections import defaultdict
 from collections.abc import Callable, Iterator
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .api.request import MAX_BUDGET
 from .errors import ConfigError, KnowledgeError
 from .fs import make_dirs, write_file
+from .locate_answer import DEFAULT_K, confidence, packed
 from .records import LocatedFile, LocateResponse, SearchHit, SearchResponse, SourceText
 from .render.locate import located_json
 
 if TYPE_CHECKING:
     from .api.request import LocateRequest, SearchRequest, SourceRequest
-    from .dependencies import Dependency
+    from .dependency_files import Dependency
     from .kb import KnowledgeBase
 
 # a dependency's file or result, as its results name it: `click==8.1.7:click/core.py`, `click==8.1.7:click/core.py#X`
@@ -37,7 +40,7 @@ def dependencies(root: Path) -> list[Dependency]:
 
 def dependency_named(root: Path, name: str) -> Dependency:
     """The declared dependency `name` (as PEP 503 compares names), installed; one clear error otherwise."""
-    from .dependencies import normalized
+    from .dependency_files import normalized
 
     for dependency in dependencies(root):
         if normalized(dependency.name) == normalized(name):
@@ -51,7 +54,8 @@ def dependency_copy(home: Path, dependency: Dependency) -> tuple[Path, bool]:
     """The folder under `home` holding `dependency`'s installed files at its version (one per ecosystem, name and
     version, shared by every repository that uses it), and whether it was made now: made once, beside it, then
     renamed in; never changed after."""
-    from .dependencies import normalized, package_files
+    from .dependencies import package_files
+    from .dependency_files import normalized
 
     base = home / "deps"
     folder = base / dependency.ecosystem / f"{normalized(dependency.name)}-{dependency.installed}"
@@ -132,13 +136,34 @@ class ScopedSearch:
         return replace(merged, results=tuple(replace(hit, explain=None) for hit in merged.results))
 
     def locate(self, request: LocateRequest, printed: Callable[[LocatedFile], str] = located_json) -> LocateResponse:
-        """Where to change for an issue: in the repository, or with `dep` in that dependency at the version installed,
-        its files and entities named by their source (`click==8.1.7:click/core.py`), inside the same budget."""
-        if not request.dep:
+        """Where to change for an issue: in the repository, in one dependency (`dep`) at the version installed, or in
+        the dependencies the issue points into (`scope` deps) and beside the repository (`scope` all). A dependency's
+        files and entities are named by their source (`click==8.1.7:click/core.py`); each source's files keep their
+        order, merged by their fused score (the same signals fused the same way in each), inside one budget."""
+        if request.scope == "repo" and not request.dep:
             return self.kb.locate(request, printed)
-        asked, source = self._dependency(dependency_named(self.kb.root, request.dep))
-        answer = asked.locate(replace(request, dep=""), lambda file: printed(_file_in(file, source)))
-        return replace(answer, files=tuple(_file_in(file, source) for file in answer.files))
+        if request.dep:
+            chosen = [dependency_named(self.kb.root, request.dep)]
+        else:
+            chosen = pointed_into(_installed(self.kb.root), request.query)
+            if not chosen and request.scope == "deps":
+                raise ConfigError(
+                    "the issue points into no installed dependency (no frame or path inside one, no name of one): "
+                    "name one with --dep NAME"
+                )
+        whole = replace(request, scope="repo", dep="", budget=MAX_BUDGET)
+        answers = [("", self.kb.locate(whole, printed))] if request.scope == "all" else []
+        for dependency in chosen:
+            asked, source = self._dependency(dependency)
+            answer = asked.locate(whole, partial(_printed_in, printed=printed, source=source))
+            answers.append((source, replace(answer, files=tuple(_file_in(f, source) for f in answer.files))))
+        streams = [((-file.score, order, file) for file in answer.files) for order, (_, answer) in enumerate(answers)]
+        files = [file for *_, file in heapq.merge(*streams, key=lambda row: row[:2])][: request.k or DEFAULT_K]
+        budget = request.budget or self.kb.settings.budget
+        kept, used = packed(files, lambda shape: self.kb.model.count_tokens(printed(shape)), budget)
+        left_out = max((answer.left_out_chars for _, answer in answers), default=0)
+        omitted = len(files) - len(kept)
+        return LocateResponse(len(request.query), kept, used, budget, omitted, left_out, confidence(files))
 
     def _worth_asking(self, chosen: list[Dependency], query: str, k: int) -> dict[str, tuple[str, ...]]:
         """Which kinds of which dependencies may hold one of the answer's `k` results (by name), the others left
@@ -147,7 +172,6 @@ class ScopedSearch:
         to the question in the static stage's space (the space the results are merged in). Every one, where that
         space cannot compare them. A dependency's docs (mostly the one description its distribution ships) and its
         code are two sources, as two dependencies are."""
-        from .dependencies import normalized
         from .ranking.query import asked_names
 
         both = ("code", "docs")
@@ -160,8 +184,7 @@ class ScopedSearch:
         kept: dict[str, set[str]] = defaultdict(set)
         nearest: list[tuple[float, str, str]] = []
         for dependency in chosen:
-            parts = re.split(r"[-_.]+", normalized(dependency.name))
-            if re.search(r"\b" + r"[-_. ]?".join(map(re.escape, parts)) + r"\b", said):
+            if names_dependency(said, dependency):
                 kept[dependency.name].update(both)
             opened, _ = self._dependency(dependency)
             for index in opened.indexes():
@@ -207,6 +230,31 @@ def search_scoped(kb: KnowledgeBase, request: SearchRequest) -> SearchResponse:
     return ScopedSearch(kb).search(request)
 
 
+def names_dependency(text: str, dependency: Dependency) -> bool:
+    """Whether lower-cased `text` names `dependency` as a word (`python-frontmatter`, `python_frontmatter`)."""
+    from .dependency_files import normalized
+
+    parts = re.split(r"[-_.]+", normalized(dependency.name))
+    return re.search(r"\b" + r"[-_. ]?".join(map(re.escape, parts)) + r"\b", text) is not None
+
+
+def pointed_into(installed: list[Dependency], text: str) -> list[Dependency]:
+    """The installed dependencies an issue points into: a traceback's frame or a written path inside one's installed
+    folder (`site-packages/click/core.py`, `node_modules/left-pad/index.js`), or the dependency named as a word."""
+    from .issue import clip_paste, read_issue
+
+    issue = read_issue(clip_paste(text)[0])
+    written = ["/" + path.replace("\\", "/").lstrip("/") for path in (*(f.path for f in issue.frames), *issue.paths)]
+    said = text.lower()
+    out = []
+    for dependency in installed:
+        folder = Path(dependency.location or "").name
+        inside = bool(folder) and any(f"/{folder}/" in path for path in written)
+        if inside or names_dependency(said, dependency):
+            out.append(dependency)
+    return out
+
+
 def _installed(root: Path) -> list[Dependency]:
     return [d for d in dependencies(root) if d.installed is not None]
 
@@ -245,6 +293,10 @@ def interleaved(answers: list[tuple[str, SearchResponse]], k: int) -> SearchResp
         static_coverage=max(a.static_coverage for _, a in answers),
         source="",
     )
+
+
+def _printed_in(file: LocatedFile, printed: Callable[[LocatedFile], str], source: str) -> str:
+    return printed(_file_in(file, source))
 
 
 def _file_in(file: LocatedFile, source: str) -> LocatedFile:

@@ -330,3 +330,115 @@ def test_locate_in_a_dependency_names_its_files_by_their_source_and_show_reads_t
     text = CliRunner().invoke(cli, ["-C", str(root), "locate", "-", "--dep", "tinyclick"], input=issue, obj=obj)
     assert "tinyclick==8.1.7:tinyclick/shell.py" in text.output
     assert not marker.exists()
+
+
+def test_locate_scope_all_asks_the_dependencies_a_traceback_points_into_beside_the_repository(
+    python_repo, tmp_path, monkeypatch
+):
+    """Issue 71, item 3: `locate --scope all` merges the repository's files with those of the dependency a frame
+    points into (its installed copy under site-packages), each named by its source; a dependency the issue does not
+    point into is not asked (nor indexed); `--deps` with nothing pointed into is one clear error."""
+    from .conftest import HashingEmbedder
+
+    root, marker = python_repo
+    home = tmp_path / "home"
+    monkeypatch.setenv("KNOWLEDGE_HOME", str(home))
+    monkeypatch.setenv("KNOWLEDGE_FILL", "0")
+    package = next((root / ".venv" / "lib").glob("python3*/site-packages/tinyclick"))
+    (package / "shell.py").write_text(
+        "def other(value):\n    return value\n\n\ndef complete_shell_words(words):\n    return list(words)[0]\n"
+    )
+    (root / "app.py").write_text("from tinyclick.shell import complete_shell_words\n\n\ndef run(words):\n"
+                                 "    return complete_shell_words(words)\n")  # fmt: skip
+    subprocess.run(["git", "init", "-q"], cwd=root, check=True)
+    obj = {"embedder_factory": lambda s: HashingEmbedder()}
+    assert CliRunner().invoke(cli, ["-C", str(root), "reindex-all", "--quiet"], obj=obj).exit_code == 0
+    issue = (
+        "run fails on no words\n\nTraceback (most recent call last):\n"
+        f'  File "{root}/app.py", line 5, in run\n    return complete_shell_words(words)\n'
+        f'  File "{package}/shell.py", line 6, in complete_shell_words\n    return list(words)[0]\n'
+        "IndexError: list index out of range\n"
+    )
+    said = CliRunner().invoke(cli, ["-C", str(root), "locate", "-", "--scope", "all", "--json"], input=issue, obj=obj)
+    assert said.exit_code == 0, said.output
+    files = json.loads(said.output)["files"]
+    paths = [file["path"] for file in files]
+    assert {"app.py", "tinyclick==8.1.7:tinyclick/shell.py"} <= set(paths[:2]), paths
+    shell = files[paths.index("tinyclick==8.1.7:tinyclick/shell.py")]
+    assert shell["entities"][0]["id"] == "tinyclick==8.1.7:tinyclick/shell.py#complete_shell_words"
+    assert not any(path.startswith("tiny-util") or path.startswith("tiny_util") for path in paths)
+    assert not list((home / "deps" / "python").glob("tiny*util*")), "a dependency not pointed into was indexed"
+    only = CliRunner().invoke(cli, ["-C", str(root), "locate", "-", "--deps"], input=issue, obj=obj)
+    assert only.exit_code == 0, only.output
+    assert "app.py" not in only.output.split(), only.output
+    nowhere = CliRunner().invoke(cli, ["-C", str(root), "locate", "-", "--deps"], input="run is slow", obj=obj)
+    assert nowhere.exit_code != 0
+    assert "points into no installed dependency" in nowhere.output
+    assert not marker.exists()
+
+
+def test_rust_and_go_dependencies_are_found_in_cargos_registry_sources_and_gos_module_cache(tmp_path, monkeypatch):
+    """Issue 71, item 1: `Cargo.toml` + `Cargo.lock` against the sources Cargo unpacked, `go.mod` against Go's module
+    cache (laid out as the two tools lay them out: neither registry is reachable from here), with the version found,
+    a pin whose folder is missing said beside the version that is there, and a crate asked by `--dep`."""
+    from .conftest import HashingEmbedder
+
+    cargo_home, module_cache, root = tmp_path / "cargo", tmp_path / "gomod", tmp_path / "repo"
+    monkeypatch.setenv("CARGO_HOME", str(cargo_home))
+    monkeypatch.setenv("GOMODCACHE", str(module_cache))
+    monkeypatch.setenv("KNOWLEDGE_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("KNOWLEDGE_FILL", "0")
+    registry = cargo_home / "registry" / "src" / "index.crates.io-1949cf8c6b5b557f"
+    for crate, version in (("itoa", "1.0.11"), ("memchr", "2.7.1"), ("memchr", "2.7.4")):
+        (registry / f"{crate}-{version}" / "src").mkdir(parents=True)
+        (registry / f"{crate}-{version}" / "Cargo.toml").write_text(
+            f'[package]\nname = "{crate}"\nversion = "{version}"\n'
+        )
+    (registry / "itoa-1.0.11" / "src" / "lib.rs").write_text(
+        "/// Formats an integer into a stack buffer without allocating.\npub fn format_integer(value: i64) -> "
+        "String {\n    value.to_string()\n}\n"
+    )
+    toml = module_cache / "github.com" / "!burnt!sushi" / "toml@v1.3.2"
+    toml.mkdir(parents=True)
+    (toml / "decode.go").write_text("package toml\n\n// Decode parses a TOML document.\nfunc Decode(data string) {}\n")
+    root.mkdir()
+    (root / "Cargo.toml").write_text(
+        '[package]\nname = "app"\nversion = "0.1.0"\n\n[dependencies]\nitoa = "1"\n'
+        'fast-chr = { version = "2.7", package = "memchr" }\nlocal = { path = "../local" }\n\n'
+        '[dev-dependencies]\nserde = "1"\n'
+    )
+    (root / "Cargo.lock").write_text(
+        "version = 3\n\n"
+        + "".join(
+            f'[[package]]\nname = "{n}"\nversion = "{v}"\nsource = "registry+https://github.com/rust-lang/crates.io-index"'
+            "\n\n"
+            for n, v in (("itoa", "1.0.11"), ("memchr", "2.7.2"), ("serde", "1.0.200"))
+        )
+    )
+    (root / "go.mod").write_text(
+        "module example.com/app\n\ngo 1.22\n\nrequire (\n\tgithub.com/BurntSushi/toml v1.3.2\n"
+        "\tgolang.org/x/sys v0.20.0 // indirect\n)\n\nrequire example.com/local v0.0.0\n\n"
+        "replace example.com/local => ./local\n"
+    )
+    found = {d.name: d for d in resolve(root)}
+    assert set(found) == {"itoa", "memchr", "serde", "github.com/BurntSushi/toml"}
+    assert (found["itoa"].ecosystem, found["itoa"].installed, found["itoa"].problem) == ("cargo", "1.0.11", None)
+    assert found["itoa"].location == str(registry / "itoa-1.0.11")
+    assert found["memchr"].problem == "installed 2.7.4, the lockfile pins 2.7.2"
+    assert found["serde"].problem == "not installed"
+    assert (found["github.com/BurntSushi/toml"].installed, found["github.com/BurntSushi/toml"].location) == (
+        "v1.3.2",
+        str(toml),
+    )
+    subprocess.run(["git", "init", "-q"], cwd=root, check=True)
+    obj = {"embedder_factory": lambda s: HashingEmbedder()}
+    said = CliRunner().invoke(
+        cli, ["-C", str(root), "search", "format an integer without allocating", "--dep", "itoa", "--json"], obj=obj
+    )
+    assert said.exit_code == 0, said.output
+    answer = json.loads(said.output)
+    assert answer["source"] == "itoa==1.0.11"
+    assert answer["results"][0]["path"] == "itoa-1.0.11/src/lib.rs"
+    listed = CliRunner().invoke(cli, ["-C", str(root), "deps", "list", "--json"], obj=obj)
+    rows = {row["name"]: row for row in json.loads(listed.output)["dependencies"]}
+    assert rows["github.com/BurntSushi/toml"]["installed"] == "v1.3.2"

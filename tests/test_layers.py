@@ -54,6 +54,8 @@ LAYERS = {
         "knowledge.history",
         "knowledge.snapshot_fetch",
         "knowledge.dependencies",
+        "knowledge.dependency_caches",
+        "knowledge.dependency_files",
     ),
     "leaves": (
         "knowledge.fs",
@@ -135,6 +137,10 @@ SIDEWAYS = {
     ("knowledge.corpus", "knowledge.git"): "discovery lists git's files",
     ("knowledge.corpus", "knowledge.path_gate"): "discovery reads files through the read gate",
     ("knowledge.dependencies", "knowledge.path_gate"): "manifests and installed metadata read through the read gate",
+    ("knowledge.dependency_files", "knowledge.path_gate"): "manifests and lockfiles read through the read gate",
+    ("knowledge.dependencies", "knowledge.dependency_files"): "the record of a dependency; manifests read once",
+    ("knowledge.dependencies", "knowledge.dependency_caches"): "Rust's and Go's dependencies, beside Python's and Node's",
+    ("knowledge.dependency_caches", "knowledge.dependency_files"): "the record of a dependency; manifests read once",
     ("knowledge.path_gate", "knowledge.git"): "the read gate asks git whether a path is ignored",
     ("knowledge.history", "knowledge.git"): "the commits' messages and files, read from git",
     ("knowledge.store", "knowledge.git"): "a shared store keys an index by repository identity and branch; an "

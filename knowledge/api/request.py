@@ -189,8 +189,15 @@ class LocateRequest(Declared):
     paths: tuple[str, ...] = _globs("--path", "Only files whose path matches one of these globs (`src/**`).")
     exclude: tuple[str, ...] = _globs("--exclude", "No files whose path matches one of these globs (`tests/**`).")
     dep: str = _option(
-        "", "Locate in this dependency at the version installed instead of the repository (`knowledge deps list`).",
-        flags=("--dep",), metavar="NAME",
+        "", "Locate in this dependency at the version installed instead of the repository (`knowledge deps list`); "
+        "with --scope all, beside it.", flags=("--dep",), metavar="NAME",
+    )  # fmt: skip
+    scope: str = _option(
+        "repo", "Locate in the repository, in the installed dependencies the issue points into (a traceback's frame or "
+        "a path inside one, or its name), or in all of them, the files merged by their fused score and each naming "
+        "its source (`click==8.1.7:click/core.py`).",
+        flags=("--scope",), choices=SCOPES,
+        switches=(("--deps", "deps", "Locate in the dependencies the issue points into (--scope deps)."),),
     )  # fmt: skip
 
     format: str = _format()

@@ -11,7 +11,7 @@ import click
 
 from ..api.request import LocateRequest
 from .context import ask, emit, open_kb, remote_option
-from .options import request_options
+from .options import request_options, switched_to_fields
 
 
 def _issue_text(text: str | None, from_file: Path | None) -> str:
@@ -60,10 +60,12 @@ def locate_command(
     knowledge locate "Blueprint names with a dot should raise an error"
     gh issue view 123 --json title,body --jq '.title + "\\n" + .body' | knowledge locate -
     knowledge locate --file issue.md --json -k 5 --exclude 'tests/**'
+    knowledge locate --file traceback.txt --scope all
     """
     query = _issue_text(text, from_file)
     if not query.strip():
         raise click.UsageError("the issue text is empty: say what should change")
+    switched_to_fields(asked, LocateRequest)
     fields = {name: value for name, value in asked.items() if value is not None}
     request = LocateRequest(query=query, format="json" if as_json else "text", **fields)
     data = ask(ctx, "locate", request, remote=remote, kb=lambda: open_kb(ctx))

@@ -44,3 +44,14 @@ def request_options(command: Callable[..., None], request: type[Declared] = Sear
             help=option.help,
         )(command)
     return command
+
+
+def switched_to_fields(asked: dict[str, Any], request: type[Declared], *, but: str = "") -> None:
+    """A switch sets its field (`--deps`: scope set to "deps"), in place in the options `asked`; one that contradicts
+    the field given too is a usage error. `but`: the field whose switches the command reads itself."""
+    for name, _, option in declared_options(request):
+        for flag, value, _ in option.switches if name != but else ():
+            if asked.pop(f"{name}_{value}"):
+                if asked[name] not in (value, request.__dataclass_fields__[name].default):
+                    raise click.UsageError(f"choose one of {flag} and --{name} {asked[name]}")
+                asked[name] = value

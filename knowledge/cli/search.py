@@ -13,7 +13,7 @@ from ..api.request import request_options as search_request_options
 from ..render import report_summary
 from .context import ask, emit, open_kb, remote_option
 from .guard import EXIT_PROBLEMS
-from .options import request_options
+from .options import request_options, switched_to_fields
 from .progress import ProgressPrinter
 
 if TYPE_CHECKING:
@@ -50,12 +50,7 @@ def search_command(
     knowledge search "shell completion for a custom parameter type" --scope all
     """
     switched = [value for _, value, _ in SWITCHES if asked.pop(f"match_{value}")]
-    for name, _, option in search_request_options():  # `--deps`: scope set to "deps"
-        for flag, value, _ in option.switches if name != "match" else ():
-            if asked.pop(f"{name}_{value}"):
-                if asked[name] not in (value, SearchRequest.__dataclass_fields__[name].default):
-                    raise click.UsageError(f"choose one of {flag} and --{name} {asked[name]}")
-                asked[name] = value
+    switched_to_fields(asked, SearchRequest, but="match")
     if asked["exact"] + len(switched) > 1:
         raise click.UsageError("choose one of --exact, --substring and --regex")
     if not query.strip():

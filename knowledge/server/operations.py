@@ -60,7 +60,10 @@ LOCATE_DOC = (
     + "; ".join(f"{signal.name}: {signal.says}" for signal in LOCATE_SIGNALS)
     + ") and its entities (functions, classes, sections, each with its whole line range: follow them with "
     "`get_source`), and `confidence`: low when nothing the text names put the first file there, only its words and "
-    "meaning. The question is not echoed; all of it fits the token budget."
+    "meaning. The question is not echoed; all of it fits the token budget. When the trace runs through a library the "
+    'repository uses: `scope` "all" adds the installed dependencies the text points into (a frame or path inside '
+    'one, its name), at the version installed, each file named by its source ("click==8.1.7:click/core.py"); `dep` '
+    "asks one dependency."
 )
 
 OPERATIONS = (
