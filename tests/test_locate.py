@@ -91,6 +91,35 @@ def test_a_frame_in_another_package_is_not_the_repository_file_of_the_same_name(
     assert framed == {"setup.py"}  # a file at the repository's root: only its name can agree
 
 
+def test_a_frame_names_the_method_that_holds_its_line_where_two_classes_share_the_name(shop):
+    """Issue 70, item 5: `invoke` is defined by two classes of one file; the frame's line says which one ran."""
+    runners = (
+        "class Context:\n    def invoke(self, callback):\n        return callback(self)\n\n\n"
+        "class Group:\n    def invoke(self, ctx):\n        name = ctx.args[0]\n        return self.commands[name]\n"
+    )
+    commit(shop, {"shop/runners.py": runners}, "Add runners")
+    run(shop, "reindex-from-changes", "--quiet")
+    issue = (
+        "A group without arguments crashes\n\nTraceback (most recent call last):\n"
+        '  File "/srv/app/.venv/lib/python3.12/site-packages/shop/runners.py", line 8, in invoke\n'
+        "IndexError: list index out of range\n"
+    )
+    data, paths = located(shop, issue)
+    assert paths[0] == "shop/runners.py"
+    assert data["files"][0]["entities"][0]["name"] == "Group.invoke"
+
+
+def test_the_first_files_name_more_entities_than_the_rest(shop):
+    """Issue 70, item 5: an entity is listed where it is likelier the place than the next file's best: the first
+    file names four at most, the second three, every other file one."""
+    many = "".join(f"def parse_price_{n}(text):\n    return float(text) * {n}\n\n\n" for n in range(8))
+    files = {f"shop/prices_{m}.py": many for m in range(4)}
+    commit(shop, files, "Add price variants")
+    run(shop, "reindex-from-changes", "--quiet")
+    data, _ = located(shop, "parse price variants return the wrong float for a text price", "-k", "4")
+    assert [len(file["entities"]) for file in data["files"]] == [4, 3, 1, 1], data["files"]
+
+
 def test_a_named_symbol_an_error_message_and_a_module_each_point_at_their_file(shop):
     _, paths = located(shop, "`PriceParser.split_words` drops the last word of a sentence")
     assert paths[0] == "shop/parser.py"
