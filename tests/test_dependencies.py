@@ -42,6 +42,13 @@ def python_repo(tmp_path):
     return root, marker
 
 
+def answered(root, obj, *args):
+    """The JSON answer of `knowledge -C root ARGS --json`, which must succeed."""
+    said = CliRunner().invoke(cli, ["-C", str(root), *args, "--json"], obj=obj)
+    assert said.exit_code == 0, said.output
+    return json.loads(said.output)
+
+
 def test_python_dependencies_are_found_with_their_version_and_a_lockfile_that_disagrees(python_repo):
     root, marker = python_repo
     found = {d.name: d for d in resolve(root)}
@@ -122,13 +129,8 @@ def test_a_dependency_is_indexed_once_at_its_installed_version_and_asked(python_
     folder = tmp_path / "home" / "deps" / "python" / "tinyclick-8.1.7"
     assert built.output.startswith("tinyclick==8.1.7: indexed ")
     assert str(folder) in built.output
-    asked = CliRunner().invoke(
-        cli, ["-C", str(root), "deps", "search", "tinyclick", "complete shell words", "--json"], obj=obj
-    )
-    assert asked.exit_code == 0, asked.output
-    answer = json.loads(asked.output)
-    assert answer["source"] == "tinyclick==8.1.7"
-    assert answer["results"][0]["path"] == "tinyclick/__init__.py"
+    answer = answered(root, obj, "deps", "search", "tinyclick", "complete shell words")
+    assert (answer["source"], answer["results"][0]["path"]) == ("tinyclick==8.1.7", "tinyclick/__init__.py")
     assert not marker.exists()  # read as text: the package's code never ran
     other = tmp_path / "other"
     other.mkdir()
@@ -432,13 +434,8 @@ def test_rust_and_go_dependencies_are_found_in_cargos_registry_sources_and_gos_m
     )
     subprocess.run(["git", "init", "-q"], cwd=root, check=True)
     obj = {"embedder_factory": lambda s: HashingEmbedder()}
-    said = CliRunner().invoke(
-        cli, ["-C", str(root), "search", "format an integer without allocating", "--dep", "itoa", "--json"], obj=obj
-    )
-    assert said.exit_code == 0, said.output
-    answer = json.loads(said.output)
-    assert answer["source"] == "itoa==1.0.11"
-    assert answer["results"][0]["path"] == "itoa-1.0.11/src/lib.rs"
+    answer = answered(root, obj, "search", "format an integer without allocating", "--dep", "itoa")
+    assert (answer["source"], answer["results"][0]["path"]) == ("itoa==1.0.11", "itoa-1.0.11/src/lib.rs")
     listed = CliRunner().invoke(cli, ["-C", str(root), "deps", "list", "--json"], obj=obj)
     rows = {row["name"]: row for row in json.loads(listed.output)["dependencies"]}
     assert rows["github.com/BurntSushi/toml"]["installed"] == "v1.3.2"
