@@ -50,15 +50,34 @@ def dependency_named(root: Path, name: str) -> Dependency:
     raise ConfigError(f"{root}: {name} is not a declared dependency (see `knowledge deps list`)")
 
 
+def cache_folder(home: Path, dependency: Dependency) -> Path:
+    """Where `dependency`'s files and index live in the user cache at its installed version."""
+    from .dependency_files import normalized
+
+    return home / "deps" / dependency.ecosystem / f"{normalized(dependency.name)}-{dependency.installed}"
+
+
+def listed(root: Path) -> list[tuple[Dependency, str | None]]:
+    """`knowledge deps list`: each declared dependency, and the cache folder holding its index at the version installed
+    (None when no repository has asked that version yet)."""
+    from .config import load_settings
+
+    home = load_settings(root)[0].home
+    out = []
+    for dependency in dependencies(root):
+        folder = cache_folder(home, dependency)
+        out.append((dependency, str(folder) if dependency.installed and (folder / ".knowledge").is_dir() else None))
+    return out
+
+
 def dependency_copy(home: Path, dependency: Dependency) -> tuple[Path, bool]:
     """The folder under `home` holding `dependency`'s installed files at its version (one per ecosystem, name and
     version, shared by every repository that uses it), and whether it was made now: made once, beside it, then
     renamed in; never changed after."""
     from .dependencies import package_files
-    from .dependency_files import normalized
 
     base = home / "deps"
-    folder = base / dependency.ecosystem / f"{normalized(dependency.name)}-{dependency.installed}"
+    folder = cache_folder(home, dependency)
     if folder.is_dir():
         return folder, False
     building = folder.with_name(f".{folder.name}.{os.getpid()}.building")

@@ -66,7 +66,7 @@ def test_python_dependencies_are_found_with_their_version_and_a_lockfile_that_di
     result = CliRunner().invoke(cli, ["-C", str(root), "deps", "list"])
     assert result.exit_code == 0, result.output
     assert "installed 2.0.0, the lockfile pins 1.9.0" in result.output
-    assert result.output.strip().splitlines()[-1] == "3 dependencies, 2 with a problem"
+    assert result.output.strip().splitlines()[-1] == "3 dependencies, 2 with a problem, 0 indexed"
     data = json.loads(CliRunner().invoke(cli, ["-C", str(root), "deps", "list", "--json"]).output)
     assert {row["name"]: row["installed"] for row in data["dependencies"]}["tinyclick"] == "8.1.7"
     assert not marker.exists()
@@ -124,9 +124,15 @@ def test_a_dependency_is_indexed_once_at_its_installed_version_and_asked(python_
     package = root / ".venv" / "lib"
     source = next(package.glob("python3*/site-packages/tinyclick/__init__.py"))
     source.write_text(source.read_text() + "\n\ndef complete_shell_words(words):\n    return sorted(words)\n")
+    indexed = {row["name"]: row["indexed"] for row in answered(root, obj, "deps", "list")["dependencies"]}
+    assert indexed["tinyclick"] is None
     built = CliRunner().invoke(cli, ["-C", str(root), "deps", "index", "tinyclick"], obj=obj)
     assert built.exit_code == 0, built.output
     folder = tmp_path / "home" / "deps" / "python" / "tinyclick-8.1.7"
+    indexed = {row["name"]: row["indexed"] for row in answered(root, obj, "deps", "list")["dependencies"]}
+    assert (indexed["tinyclick"], indexed["tiny.util"]) == (str(folder), None)
+    listed = CliRunner().invoke(cli, ["-C", str(root), "deps", "list"], obj=obj).output
+    assert "tinyclick                8.1.7        indexed" in listed, listed
     assert built.output.startswith("tinyclick==8.1.7: indexed ")
     assert str(folder) in built.output
     answer = answered(root, obj, "deps", "search", "tinyclick", "complete shell words")

@@ -32,22 +32,27 @@ def deps_group() -> None:
 @click.option("--json", "as_json", is_flag=True, help="One JSON object: every dependency with what was found.")
 @click.pass_context
 def list_command(ctx: click.Context, as_json: bool) -> None:
-    """List the dependencies the repository declares (pyproject.toml, requirements*.txt, package.json), the version
-    installed where it runs (its .venv, node_modules) and what the lockfile pins; read from files on disk only,
-    nothing downloaded, imported or run.
+    """List the dependencies the repository declares (pyproject.toml, requirements*.txt, package.json, Cargo.toml,
+    go.mod), the version installed where it runs (its .venv, node_modules, Cargo's registry sources, Go's module
+    cache), what the lockfile pins and whether that version is indexed in the user cache; read from files on disk
+    only, nothing downloaded, imported or run.
 
     \b
     knowledge deps list
     knowledge deps list --json
     """
     root = repository_root(ctx)
-    found = dependency_kbs.dependencies(root)
+    listed = dependency_kbs.listed(root)
+    found = [dependency for dependency, _ in listed]
+    index = {dependency.name: folder for dependency, folder in listed}
     if as_json:
-        rows = [{**asdict(d), "problem": d.problem} for d in found]
+        rows = [{**asdict(d), "problem": d.problem, "indexed": index[d.name]} for d in found]
         click.echo(json.dumps({"dependencies": rows}, indent=2))
         return
     if not found:
-        click.echo(f"{root}: no dependencies declared (pyproject.toml, requirements*.txt, package.json)")
+        click.echo(
+            f"{root}: no dependencies declared (pyproject.toml, requirements*.txt, package.json, Cargo.toml, go.mod)"
+        )
         return
     for dependency in found:
         where = dependency.location or "-"
@@ -55,12 +60,14 @@ def list_command(ctx: click.Context, as_json: bool) -> None:
         shown = where[len(with_root) :] if where.startswith(with_root) else where
         state = dependency.installed or "-"
         problem = f"  ({dependency.problem})" if dependency.problem else ""
+        cached = "indexed" if index[dependency.name] else "-"
         click.echo(
-            f"{dependency.ecosystem:<6}  {dependency.name:<24} {state:<12} {shown}  "
+            f"{dependency.ecosystem:<6}  {dependency.name:<24} {state:<12} {cached:<8} {shown}  "
             f"[{dependency.wanted} in {dependency.declared_in}]{problem}"
         )
     problems = sum(1 for d in found if d.problem)
-    click.echo(f"{len(found)} dependencies, {problems} with a problem")
+    ready = sum(1 for name in index if index[name])
+    click.echo(f"{len(found)} dependencies, {problems} with a problem, {ready} indexed")
 
 
 def _dependency_kb(ctx: click.Context, name: str, quiet: bool = True) -> tuple[str, KnowledgeBase]:
