@@ -445,3 +445,10 @@ def test_rust_and_go_dependencies_are_found_in_cargos_registry_sources_and_gos_m
     listed = CliRunner().invoke(cli, ["-C", str(root), "deps", "list", "--json"], obj=obj)
     rows = {row["name"]: row for row in json.loads(listed.output)["dependencies"]}
     assert rows["github.com/BurntSushi/toml"]["installed"] == "v1.3.2"
+    panic = f"panic: bad document\n\ngoroutine 1 [running]:\n\t{toml}/decode.go:4 +0x1d\n"
+    said = CliRunner().invoke(cli, ["-C", str(root), "locate", "-", "--deps", "--json"], input=panic, obj=obj)
+    assert said.exit_code == 0, said.output
+    entity = json.loads(said.output)["files"][0]["entities"][0]
+    assert entity["id"] == "github.com/BurntSushi/toml==v1.3.2:toml@v1.3.2/decode.go#Decode"
+    shown = answered(root, obj, "show", entity["id"])
+    assert shown["lines"][0] == "func Decode(data string) {}"
