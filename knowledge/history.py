@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import re
 import sqlite3
 from collections import defaultdict
 from collections.abc import Sequence
@@ -23,6 +24,7 @@ from .git import head_commit, is_ancestor, repo_root, run_git
 from .secrets import SecretRedactor
 
 HISTORY_COMMITS = 10_000  # the newest reachable commits kept: years of most projects, read in seconds
+_MERGE = re.compile(r"^Merge (pull request|branch|remote-tracking branch) ")
 MAX_FILES = 40  # a commit that changed more files (a reformat, a rename sweep) says little of where anything is
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS commits (id INTEGER PRIMARY KEY, sha TEXT UNIQUE NOT NULL, time INTEGER NOT NULL,
@@ -178,9 +180,20 @@ def files_like(root: Path, words: Sequence[str], commits: int = 50) -> list[tupl
         if not paths or len(paths) > MAX_FILES:
             continue
         share = score / math.sqrt(len(paths))
-        subject = message.splitlines()[0][:100] if message else ""
+        subject = _subject(message)
         for path_changed in paths:
             scores[path_changed] += share
             if share > because.get(path_changed, (0.0, ""))[0]:
                 because[path_changed] = (share, subject)
     return [(p, s, because[p][1]) for p, s in sorted(scores.items(), key=lambda item: -item[1])]
+
+
+def _subject(message: str) -> str:
+    """What a commit says it did: its first line, or for a merge of a pull request or branch ("Merge pull request #12
+    from me/fix") the title written under it, which is what reads like the issue."""
+    lines = [line.strip() for line in (message or "").splitlines() if line.strip()]
+    if not lines:
+        return ""
+    if _MERGE.match(lines[0]) and len(lines) > 1:
+        return lines[1][:100]
+    return lines[0][:100]

@@ -167,6 +167,19 @@ def test_nothing_committed_after_the_indexed_commit_is_used(shop):
     assert any(e["signal"] == "history" for f in data["files"] for e in f["evidence"])
 
 
+def test_a_merged_pull_requests_evidence_is_its_title_not_the_merge_line(shop):
+    """Issue 70: "Merge pull request #7 from me/catalog" says nothing a reader can check; the title under it does."""
+    git(shop, "checkout", "-q", "-b", "catalog")
+    commit(shop, {"shop/catalog.py": "def list_items(store):\n    return sorted(store.items(), key=price)\n"}, "wip")
+    git(shop, "checkout", "-q", "main")
+    git(shop, "merge", "-q", "--no-ff", "catalog", "-m", "Merge pull request #7 from me/catalog\n\n"
+        "Sort the catalog listing by the item price")  # fmt: skip
+    run(shop, "reindex-from-changes", "--quiet")
+    data, _ = located(shop, "the catalog listing should sort by item price")
+    catalog = next(f for f in data["files"] if f["path"] == "shop/catalog.py")
+    assert {"signal": "history", "detail": "Sort the catalog listing by the item price"} in catalog["evidence"]
+
+
 def test_a_branch_switch_and_a_rebase_leave_the_history_true(shop):
     def messages():
         with sqlite3.connect(history.history_path(shop)) as db:
