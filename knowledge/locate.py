@@ -16,6 +16,7 @@ from .chunking.languages import language_of
 from .issue import Frame, IssueText
 from .kind import KindIndex
 from .lexical import terms
+from .modules import module_name, project_words, test_subjects
 from .pieces import whole
 from .quiet import is_quiet
 from .ranking.fusion import ranks_by_votes, reciprocal_rank
@@ -28,7 +29,6 @@ if TYPE_CHECKING:
     from .store import Coverage
 
 MODULE_DEPTH = 12  # a dotted name's longest prefix tried as a module path: bounds the work a pasted `a.a.a…` costs
-_TEST_SUBJECT = re.compile(r"(?:^|/)(?:test_)?([^/]+?)(?:_tests?)?\.\w+$")
 _DOC_FOLDER = re.compile(r"(^|/)\.github/")
 _RECORD_NAME = re.compile(r"(^|/)(changelog|changes|history|news|authors)[^/]*(/|$)", re.I)  # HISTORY.rst, changes/
 
@@ -72,7 +72,8 @@ def locate(
     code = [source for source in sources if source.kind == "code"]
     generated = code[0].marked_generated([path for path in votes if known[path].kind == "code"]) if code else set()
     quiet = {path: path in generated or quiet_path(path, known) for path in known}
-    order = fuse(votes, quiet, test_subjects(known), policy)
+    subjects = test_subjects(known, [path for path in known if known[path].kind == "code"])
+    order = fuse(votes, quiet, subjects, policy)
     listed = policy.entities_by_rank
     return [
         _located(path, order[path], votes.get(path, []), known, policy, listed[min(rank, len(listed) - 1)])
@@ -152,8 +153,9 @@ def _frames_and_paths(
     stems: dict[str, list[str]] = defaultdict(list)
     for path in known:
         if known[path].kind == "code" and language_of(path) is not None:  # a module: source, not `setup.cfg`
-            stems[path.rsplit("/", 1)[-1].rsplit(".", 1)[0].lower()].append(path)
-    for word in issue.words:  # a word that is a module's name: "decompose() in intpoly"
+            stems[module_name(path).lower()].append(path)
+    wide = project_words(known)
+    for word in (w for w in issue.words if w not in wide):  # a module's name: "decompose() in intpoly", not `gson`
         named = stems.get(word, [])
         if 0 < len(named) <= policy.few_files:
             for path in named:
@@ -310,33 +312,6 @@ def fuse(
         else:
             final[path] += score
     return {path: final[path] for path in sorted(final, key=lambda p: (-final[p], p))}
-
-
-def test_subjects(known: dict[str, KindIndex]) -> dict[str, str]:
-    """A test file's subject: the code file its name names (`tests/test_latex.py` -> `printing/latex.py`), the one
-    nearest it when several share the name."""
-    by_name: dict[str, list[str]] = defaultdict(list)
-    for path in known:
-        if not is_quiet(path) and known[path].kind == "code":
-            by_name[path.rsplit("/", 1)[-1].rsplit(".", 1)[0]].append(path)
-    subjects = {}
-    for path in known:
-        if not is_quiet(path):
-            continue
-        match = _TEST_SUBJECT.search(path)
-        candidates = by_name.get(match.group(1), []) if match else []
-        if candidates:
-            subjects[path] = max(candidates, key=lambda c: _shared_prefix(c, path))
-    return subjects
-
-
-def _shared_prefix(a: str, b: str) -> int:
-    count = 0
-    for x, y in zip(a.split("/"), b.split("/"), strict=False):
-        if x != y:
-            break
-        count += 1
-    return count
 
 
 def _located(

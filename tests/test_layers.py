@@ -73,6 +73,7 @@ LAYERS = {
         "knowledge.patterns",
         "knowledge.config_edit",
         "knowledge.quiet",
+        "knowledge.modules",
         "knowledge.issue",
         "knowledge.interrupts",
     ),
@@ -139,7 +140,7 @@ SIDEWAYS = {
     ("knowledge.dependencies", "knowledge.path_gate"): "manifests and installed metadata read through the read gate",
     ("knowledge.dependency_files", "knowledge.path_gate"): "manifests and lockfiles read through the read gate",
     ("knowledge.dependencies", "knowledge.dependency_files"): "the record of a dependency; manifests read once",
-    ("knowledge.dependencies", "knowledge.dependency_caches"): "Rust's and Go's dependencies, beside Python's and Node's",
+    ("knowledge.dependencies", "knowledge.dependency_caches"): "Rust's and Go's, beside Python's and Node's",
     ("knowledge.dependency_caches", "knowledge.dependency_files"): "the record of a dependency; manifests read once",
     ("knowledge.path_gate", "knowledge.git"): "the read gate asks git whether a path is ignored",
     ("knowledge.history", "knowledge.git"): "the commits' messages and files, read from git",
@@ -156,6 +157,7 @@ SIDEWAYS = {
     ("knowledge.secrets", "knowledge.patterns"): "`secret_patterns` run in linear time",
     ("knowledge.api", "knowledge.patterns"): "request globs are checked as the settings' are",
     ("knowledge.callgraph", "knowledge.quiet"): "callers in tests and examples are listed after the others",
+    ("knowledge.modules", "knowledge.quiet"): "a test's subject: only a test, an example or a benchmark has one",
 }
 
 

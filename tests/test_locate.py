@@ -621,3 +621,33 @@ def test_the_helper_that_does_the_work_of_the_named_method_is_in_the_top_three(s
     )
     _, paths = located(src_layout, issue)
     assert "src/mypkg/_format.py" in paths[:3]
+
+
+def test_a_plugin_folders_index_is_named_by_its_folder_and_the_projects_own_folder_names_no_module(git_repo):
+    """Issue 70: `src/plugin/duration/index.js` is the `duration` module, as JavaScript imports it; and a word naming
+    the folder that holds most of the project (`shop` in `com/acme/shop/`) points at no file of that name."""
+    java = "src/main/java/com/acme/shop"
+    commit(
+        git_repo,
+        {
+            "src/index.js": "export default function dayjs(date) {\n  return new Day(date)\n}\n",
+            "src/plugin/duration/index.js": "export function humanize(seconds) {\n"
+            "  return Math.floor(seconds / 60)\n}\n",
+            "src/plugin/relative/index.js": "export function fromNow(date) {\n  return dayjs(date).diff()\n}\n",
+            f"{java}/Shop.java": "package com.acme.shop;\n\npublic class Shop {\n"
+            "  public Cart cart() { return null; }\n}\n",
+            f"{java}/PriceParser.java": "package com.acme.shop;\n\npublic class PriceParser {\n"
+            "  public double parse(String text) { return Double.parseDouble(text); }\n}\n",
+            f"{java}/Cart.java": "package com.acme.shop;\n\npublic class Cart {\n"
+            "  public int size() { return 0; }\n}\n",
+            f"{java}/Money.java": "package com.acme.shop;\n\npublic class Money {\n  public long cents;\n}\n",
+            f"{java}/Order.java": "package com.acme.shop;\n\npublic class Order {\n  public Money total;\n}\n",
+        },
+    )
+    run(git_repo, "reindex-all", "--quiet")
+    data, paths = located(git_repo, "The duration plugin rounds 45 seconds down to zero minutes when it humanizes")
+    assert paths[0] == "src/plugin/duration/index.js"
+    assert {"signal": "path", "detail": "duration"} in data["files"][0]["evidence"]
+    data, paths = located(git_repo, "The shop cart parses a price with a comma as zero: the price parser is wrong")
+    shop = next(f for f in data["files"] if f["path"] == f"{java}/Shop.java")
+    assert [e for e in shop["evidence"] if e["signal"] == "path"] == []
