@@ -42,7 +42,6 @@ _DOTTED = re.compile(r"(?<![\w.])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)(?![\w(])")
 _CALLED = re.compile(r"(?<![\w])([A-Za-z_]\w{0,99}(?:\.[A-Za-z_]\w{0,99}){0,15})\s*\(")
 _PROSE_CALL = re.compile(r"(?<![\w.])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)\(\)?")  # `decompose()` said in a sentence
 _ATTRIBUTE = re.compile(r"\.([A-Za-z_]\w*)")
-_IMPORT = re.compile(r"^[ \t]*(?:from\s+([\w.]+)\s+)?import\s+([\w., ()*]+)", re.MULTILINE)
 _EXCEPTION = re.compile(
     r"^[ \t]*((?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception|Warning|Exit|Interrupt)):\s*(.+)$", re.MULTILINE
 )
@@ -77,7 +76,8 @@ class IssueText:
     frames: tuple[Frame, ...]
     paths: tuple[str, ...]  # file paths as written (`sympy/core/basic.py`, `basic.py`)
     modules: tuple[str, ...]  # dotted names that may be modules or qualified names (`sympy.core.basic`, `Foo.bar`)
-    names: tuple[str, ...]  # what the code calls, imports or reads as an attribute, most used first
+    names: tuple[str, ...]  # what the code calls or reads as an attribute, most used first (an import line names the
+    # public entry point every reproducer starts from, not the place: it counts for nothing)
     messages: tuple[str, ...]  # error messages and quoted strings, as written
 
 
@@ -200,9 +200,6 @@ def _names(code: str, title: str) -> tuple[str, ...]:
             add(part)
     for match in _ATTRIBUTE.finditer(code):
         add(match.group(1))
-    for match in _IMPORT.finditer(code):
-        for name in _IDENT.findall(match.group(2)):
-            add(name, 2)
     for token in _IDENT.findall(title):  # a title's identifiers (`Matrix.col_insert() no longer works`) are names
         if "_" in token or (token[0].islower() and any(c.isupper() for c in token)):
             add(token, 2)

@@ -237,6 +237,17 @@ def test_the_issue_is_read_for_its_structure():
     assert "index out of range for the matrix" in issue.messages
 
 
+def test_a_reproducers_import_line_names_nothing_the_code_does_not_use():
+    """Issue 70: the import lines every reproducer starts with name the package's public entry points, weak evidence;
+    they used to count twice. A name counts for what the code does with it."""
+    issue = read_issue(
+        "The console drops the last row\n\n```python\nfrom mypkg.console import Console, Theme\n"
+        "Console().print_table([[1, 2], [3, 4]])\n```\n"
+    )
+    assert {"Console", "print_table"} <= set(issue.names)
+    assert "Theme" not in issue.names
+
+
 def test_path_and_exclude_filters_hold_in_locate(shop):
     _, paths = located(shop, "parse_price and format_amount both misbehave", "--exclude", "shop/parser.py")
     assert "shop/parser.py" not in paths
