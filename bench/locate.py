@@ -162,7 +162,11 @@ for line in sys.stdin:
                                   partial(H.files_like, root))
                 row["votes"] = {p: [[v[0], v[1]] for v in vs] for p, vs in votes.items()}
                 row["quiet"] = [p for p in votes if L.quiet_path(p, known)]
-                row["subjects"] = {q: s for q, s in L.test_subjects(known).items() if q in votes}
+                try:  # a side from before the subjects were read for the voted tests only
+                    code = [p for p in known if known[p].kind == "code"]
+                    row["subjects"] = L.test_subjects(list(votes), code)
+                except TypeError:
+                    row["subjects"] = {q: s for q, s in L.test_subjects(known).items() if q in votes}
                 # every chunk of the answer's files with its place in the words and meaning lists, to order a
                 # file's entities offline
                 from knowledge.lexical import terms

@@ -71,8 +71,8 @@ def locate(
              if path in known}  # fmt: skip
     code = [source for source in sources if source.kind == "code"]
     generated = code[0].marked_generated([path for path in votes if known[path].kind == "code"]) if code else set()
-    quiet = {path: path in generated or quiet_path(path, known) for path in known}
-    subjects = test_subjects(known, [path for path in known if known[path].kind == "code"])
+    quiet = {path: path in generated or quiet_path(path, known) for path in votes}
+    subjects = test_subjects(votes, [path for path in known if known[path].kind == "code"])  # the voted tests only
     order = fuse(votes, quiet, subjects, policy)
     listed = policy.entities_by_rank
     return [
