@@ -509,3 +509,16 @@ def test_files_git_marks_generated_and_extern_trees_rank_below_the_projects_own_
     assert demoted() == {"extern/payments/settle.py", "src/billing_client.py"}
     files = [f.path for f in kb.locate("settle_invoice_request fails for a paid invoice", k=3).files]
     assert files.index("src/billing.py") < files.index("src/billing_client.py")
+
+
+def test_rank_and_margin_reads_a_near_tie_as_one_and_keeps_a_decisive_first_first():
+    from knowledge.ranking.fusion import rank_and_margin, ranks_by_votes, reciprocal_rank
+
+    decisive = {"a.py": 10.0, "b.py": 1.0}  # a.py far ahead in one signal
+    near_tie = {"b.py": 0.61, "a.py": 0.60}  # b.py a hair ahead in the other
+    by_rank = reciprocal_rank(((ranks_by_votes(votes), 1.0) for votes in (decisive, near_tie)), 5.0)
+    assert by_rank["a.py"] == pytest.approx(by_rank["b.py"])  # places alone: a tie
+    fused = rank_and_margin((decisive, near_tie), 5.0, 0.5)
+    assert fused["a.py"] > fused["b.py"]
+    assert rank_and_margin((decisive,), 5.0, 0.5)["a.py"] == pytest.approx(1 / 6)  # a list's first: 1/(k+1) either way
+    assert rank_and_margin((decisive, near_tie), 5.0, 0.0) == pytest.approx(by_rank)  # no share: plain ranks

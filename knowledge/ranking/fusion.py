@@ -24,6 +24,25 @@ def reciprocal_rank(ranked: Iterable[tuple[Mapping[Item, int], float]], rank_con
     return fused
 
 
+def rank_and_margin(
+    lists: Iterable[Mapping[Item, float]], rank_constant: float, margin_share: float
+) -> dict[Item, float]:
+    """Fusion of lists that carry votes, not only an order (locate's signals): in each list an item at rank r is worth
+    (1 - margin_share) / (rank_constant + r) for its place, plus margin_share / (rank_constant + 1) times its votes
+    over the list's first item's: the first item is worth 1 / (rank_constant + 1) either way, and an item whose votes
+    come near the first's keeps what its place alone would lose (a decisive first stays first; a near tie is read as
+    one). An item's score is its sum over the lists."""
+    fused: dict[Item, float] = {}
+    for votes in lists:
+        ranks = ranks_by_votes(votes)
+        top = max(votes.values(), default=0.0)
+        for item, rank in ranks.items():
+            margin = votes[item] / top if top > 0 else 0.0
+            value = (1 - margin_share) / (rank_constant + rank) + margin_share * margin / (rank_constant + 1)
+            fused[item] = fused.get(item, 0.0) + value
+    return fused
+
+
 def ranks_by_votes(votes: Mapping[Item, float]) -> dict[Item, int]:
     """Items ranked by their votes, most first (equal votes by the item's text): item -> its rank, from 1."""
     return {item: rank for rank, item in enumerate(sorted(votes, key=lambda i: (-votes[i], str(i))), start=1)}
