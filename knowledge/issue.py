@@ -24,6 +24,9 @@ _SUFFIX = "|".join(sorted(SOURCE_SUFFIXES, key=len, reverse=True))
 # Python's frames (`File "…/pkg/mod.py", line 12, in f`) and pytest's short ones (`pkg/mod.py:12: in f`)
 _FRAME = re.compile(r"""File "([^"\n]+)", line (\d+)(?:, in ([\w<>.]+))?""")
 _SHORT_FRAME = re.compile(r"^[ \t]*([\w./\\-]+\.\w{1,5}):(\d+):(?: in ([\w<>.]+))?", re.MULTILINE)
+# IPython before 8: a header `~/pkg/mod.py in Cls.f(self, x)`, its source lines below, the one that ran `---> 41`
+_IPYTHON_FRAME = re.compile(r"^[ \t]*((?:[A-Za-z]:)?[^\s\"'<>]+\.pyx?) in ([\w<>.]+)(?:\(.*)?$", re.MULTILINE)
+_IPYTHON_RAN = re.compile(r"^-+> ?(\d+)", re.MULTILINE)
 # A JVM frame: `at org.pkg.Cls$Inner.method(Cls.java:12)`, its file found under its package's folders
 _JVM_FRAME = re.compile(r"\bat ((?:[\w$]+\.){1,30})([\w$<>]+)\(([\w$]+\.(?:java|kt|scala|groovy)):(\d+)\)")
 # Any other tool's `path.ext:line` (IPython's `File ~/pkg/mod.py:41, in Cls.f(self)`, a warning's
@@ -136,6 +139,7 @@ def _frames(text: str) -> tuple[Frame, ...]:
     error last, the JVM, Go, Rust, JavaScript, sanitizers and gdb print it first."""
     found = [(m.start(), m.group(1), int(m.group(2)), m.group(3) or "", False) for m in _FRAME.finditer(text)]
     found += [(m.start(), m.group(1), int(m.group(2)), m.group(3) or "", False) for m in _SHORT_FRAME.finditer(text)]
+    found += [_ipython_frame(text, m) for m in _IPYTHON_FRAME.finditer(text)]
     taken = [start for start, *_ in found]
     for m in _JVM_FRAME.finditer(text):
         folders = m.group(1).rstrip(".").split(".")[:-1]  # the package: the qualified name less its class
@@ -159,6 +163,13 @@ def _frames(text: str) -> tuple[Frame, ...]:
         for position, (path, line, function) in enumerate(block if innermost_first else reversed(block)):
             frames.append(Frame(path, line, function, position))
     return tuple(frames)
+
+
+def _ipython_frame(text: str, match: re.Match[str]) -> tuple[int, str, int, str, bool]:
+    """A frame as IPython before 8 prints it: the line is the `--->` one among the source lines up to the next blank."""
+    block_end = text.find("\n\n", match.end())
+    ran = _IPYTHON_RAN.search(text, match.end(), block_end if block_end >= 0 else len(text))
+    return match.start(), match.group(1), int(ran.group(1)) if ran else 0, match.group(2), False
 
 
 def _covered(match: re.Match[str], taken: list[int]) -> bool:

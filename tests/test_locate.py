@@ -362,6 +362,17 @@ TRACES = {  # as each tool prints them: (text, [(path, line, function) nearest t
         "File ~/code/shop/shop/money.py:2, in format_amount(value)\nValueError: bad",
         [("~/code/shop/shop/money.py", 2, "format_amount"), ("~/code/shop/shop/parser.py", 7, "PriceParser.parse")],
     ),
+    "ipython 7": (
+        "<ipython-input-15-d83> in <module>()\n----> 1 parse('1')\n\n"
+        "~/code/shop/shop/parser.py in parse(self, text)\n      6     def parse(self, text):\n"
+        "----> 7         return format_amount(text)\n      8 \n\n"
+        "/usr/lib/python3.8/site-packages/shop/money.py in format_amount(value)\n      1 def format_amount(value):\n"
+        "----> 2     raise ValueError(value)\n\nValueError: bad",
+        [
+            ("/usr/lib/python3.8/site-packages/shop/money.py", 2, "format_amount"),
+            ("~/code/shop/shop/parser.py", 7, "parse"),
+        ],
+    ),
     "warning": (
         "…/site-packages/shop/money.py:2: UserWarning: rounding\n  warnings.warn(x)",
         [("/site-packages/shop/money.py", 2, "")],
