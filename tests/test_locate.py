@@ -72,6 +72,23 @@ def test_a_traceback_through_an_installed_copy_maps_to_the_repository_file(shop)
     assert data["files"][0]["entities"][0]["name"] == "parse_price"
 
 
+def test_an_ipython_7_traceback_maps_to_the_repository_file_and_function(shop):
+    """Issue 70: IPython before 8 prints a frame as `path in function(args)` and marks the line run with `--->`."""
+    issue = (
+        "parse_price crashes on a bracket\n\n```\nValueError                Traceback (most recent call last)\n"
+        "<ipython-input-3-0fc8041904cc> in <module>\n----> 1 parse_price('(1')\n\n"
+        "~/miniconda3/lib/python3.8/site-packages/shop/parser.py in parse_price(text)\n"
+        "      5 def parse_price(text):\n      6     if text.count('(') != text.count(')'):\n"
+        "----> 7         raise ValueError('unbalanced')\n      8     return float(text)\n\n"
+        "ValueError: unbalanced\n```\n"
+    )
+    data, paths = located(shop, issue)
+    assert paths[0] == "shop/parser.py"
+    signals = {e["signal"]: e.get("detail", "") for e in data["files"][0]["evidence"]}
+    assert signals["frame"] == "shop/parser.py:7 in parse_price"
+    assert data["files"][0]["entities"][0]["name"] == "parse_price"
+
+
 def test_a_frame_in_another_package_is_not_the_repository_file_of_the_same_name(shop):
     commit(shop, {"setup.py": "from setuptools import setup\n\nsetup(name='shop')\n"}, "Package the shop")
     run(shop, "reindex-from-changes", "--quiet")
