@@ -58,31 +58,28 @@ def located(root, text, *args):
     return data, [f["path"] for f in data["files"]]
 
 
-def test_a_traceback_through_an_installed_copy_maps_to_the_repository_file(shop):
-    issue = (
+INSTALLED_COPY_TRACES = {
+    "python": (
         "parse_price crashes on a bracket\n\nTraceback (most recent call last):\n"
         '  File "/home/me/app.py", line 3, in <module>\n'
         '  File "/usr/lib/python3.11/site-packages/shop/parser.py", line 7, in parse_price\n'
         "ValueError: something went wrong\n"
-    )
-    data, paths = located(shop, issue)
-    assert paths[0] == "shop/parser.py"
-    signals = {e["signal"]: e.get("detail", "") for e in data["files"][0]["evidence"]}
-    assert signals["frame"] == "shop/parser.py:7 in parse_price"
-    assert data["files"][0]["entities"][0]["name"] == "parse_price"
-
-
-def test_an_ipython_7_traceback_maps_to_the_repository_file_and_function(shop):
-    """Issue 70: IPython before 8 prints a frame as `path in function(args)` and marks the line run with `--->`."""
-    issue = (
+    ),
+    # IPython before 8 prints a frame as `path in function(args)` and marks the line run with `--->` (issue 70)
+    "ipython 7": (
         "parse_price crashes on a bracket\n\n```\nValueError                Traceback (most recent call last)\n"
         "<ipython-input-3-0fc8041904cc> in <module>\n----> 1 parse_price('(1')\n\n"
         "~/miniconda3/lib/python3.8/site-packages/shop/parser.py in parse_price(text)\n"
         "      5 def parse_price(text):\n      6     if text.count('(') != text.count(')'):\n"
         "----> 7         raise ValueError('unbalanced')\n      8     return float(text)\n\n"
         "ValueError: unbalanced\n```\n"
-    )
-    data, paths = located(shop, issue)
+    ),
+}
+
+
+@pytest.mark.parametrize("printer", list(INSTALLED_COPY_TRACES))
+def test_a_traceback_through_an_installed_copy_maps_to_the_repository_file(shop, printer):
+    data, paths = located(shop, INSTALLED_COPY_TRACES[printer])
     assert paths[0] == "shop/parser.py"
     signals = {e["signal"]: e.get("detail", "") for e in data["files"][0]["evidence"]}
     assert signals["frame"] == "shop/parser.py:7 in parse_price"
