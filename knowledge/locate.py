@@ -321,9 +321,9 @@ def _located(
     path: str, score: float, path_votes: list[Vote], known: dict[str, KindIndex], policy: LocatePolicy, listed: int
 ) -> LocatedFile:
     """The file's answer: its evidence, and its entities ranked as files are (per signal, the file's chunks ranked by
-    their votes, each rank worth 1 / (rank_constant + rank)), save that a traceback's frames come first, the one
-    nearest the error first: what ran when it failed says more of where than any likeness (bench/locate.py, function
-    level)."""
+    their votes, each rank worth 1 / (rank_constant + rank)), save that the frame nearest the error comes first: what
+    ran when it failed says more of where than any likeness; the trace's other frames are one signal among the rest
+    (bench/locate.py, function level)."""
     evidence: dict[tuple[str, str], float] = {}
     per_signal: dict[str, dict[int | str, float]] = defaultdict(lambda: defaultdict(float))
     for signal, value, detail, key in path_votes:
@@ -332,7 +332,8 @@ def _located(
             per_signal[signal][key] += value
     fused = reciprocal_rank(((ranks_by_votes(votes_of), 1.0) for votes_of in per_signal.values()), policy.rank_constant)
     frames = per_signal.get("frame", {})
-    order = sorted(fused, key=lambda k: (-frames.get(k, 0.0), -fused[k], str(k)))
+    nearest = min(frames, key=lambda k: (-frames[k], -fused[k], str(k)), default=None)
+    order = sorted(fused, key=lambda k: (k != nearest, -fused[k], str(k)))
     index = known[path]
     by_key = index.searched.chunks([key for key in order if isinstance(key, int)])
     definitions = _definitions(index.searched.chunks_of_path(path))
