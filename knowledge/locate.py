@@ -2,7 +2,7 @@
 the rows of records.LOCATE_SIGNALS) votes for files. A file's vote in a signal is its place there and its margin to
 the signal's first file, every signal alike (`LocatePolicy`); tests, docs, templates and changelogs are evidence,
 rarely the answer: their votes pass to the file a test names, and what is left of them is damped. Within each file,
-its entities are ranked by the same votes, a traceback's frames first."""
+its entities are ranked by the same votes, the frame nearest a traceback's error first."""
 
 from __future__ import annotations
 
