@@ -144,11 +144,14 @@ def _frames_and_paths(
     by_file_name: dict[str, list[str]] = defaultdict(list)  # a written path's candidates: found by its last part,
     for indexed in known:  # not by a walk over every file
         by_file_name[indexed.rsplit("/", 1)[-1]].append(indexed)
+    chunks_of: dict[str, Sequence[Chunk]] = {}  # a long trace runs through one file many times: read it once
     for frame in issue.frames:
         path = _suffix_match(frame.path, by_file_name)
         if path is not None:
             where = f"{path}:{frame.line}" + (f" in {frame.function}" if frame.function else "")
-            votes[path].append(("frame", 1.0 / (1 + frame.position), where, _frame_entity(known[path], path, frame)))
+            if path not in chunks_of:
+                chunks_of[path] = known[path].searched.chunks_of_path(path)
+            votes[path].append(("frame", 1.0 / (1 + frame.position), where, _frame_entity(chunks_of[path], frame)))
     for written in issue.paths:
         path = _suffix_match(written, by_file_name)
         if path is not None:
@@ -174,11 +177,10 @@ def _frames_and_paths(
                 break
 
 
-def _frame_entity(index: KindIndex, path: str, frame: Frame) -> str | None:
-    """The id of the chunk a frame ran in: its function by name, the one holding its line where several share the
-    name (`invoke` of two classes), any of them where none does (an installed copy's lines may differ), else the
-    innermost chunk holding its line."""
-    chunks = index.searched.chunks_of_path(path)
+def _frame_entity(chunks: Sequence[Chunk], frame: Frame) -> str | None:
+    """The id of the chunk a frame ran in (`chunks`: its file's): its function by name, the one holding its line where
+    several share the name (`invoke` of two classes), any of them where none does (an installed copy's lines may
+    differ), else the innermost chunk holding its line."""
     function = re.split(r"::|\.", frame.function)[-1]  # `Cls.method`, `fmt::detail::write`: the name defined
     holding = sorted(
         (c for c in chunks if c.line_start <= frame.line <= c.line_end), key=lambda c: c.line_end - c.line_start
