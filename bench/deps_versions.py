@@ -5,6 +5,9 @@ new process, the defaults, first stage). A question is answered from the install
 that version as its source and one of the first three is that version's answer (its entity, or its text at the
 result's lines holding what only that version has).
 
+Then both versions indexed into one shared cache, each environment asking again: the index asked must be the one of
+the version its environment holds, not whichever the cache holds.
+
 Then, in one warm process, `--scope all` (the repository and every installed dependency) over the same questions, and
 the time to index a typical environment's direct dependencies: every installed dependency this project's own
 environment declares, first stage, into a fresh cache.
@@ -121,6 +124,7 @@ def asked_cold(repo: Path, env: dict[str, str], version: str, home: Path) -> dic
         rows.append(
             {
                 "question": question,
+                "installed_only": bool(hits) and all(hit["source"] == f"click=={version}" for hit in hits),
                 "answered": answered(hits, version, expected[version], folder),
                 "first": [f"{h['path']}:{h['line_start']} {h.get('symbol') or h.get('section')}" for h in hits[:3]],
             }
@@ -128,11 +132,35 @@ def asked_cold(repo: Path, env: dict[str, str], version: str, home: Path) -> dic
     return {
         "version": version,
         "index_seconds": round(indexed, 2),
+        "every_result_installed": sum(row["installed_only"] for row in rows),
         "answered": sum(row["answered"] for row in rows),
         "of": len(rows),
         "cold_p50_seconds": round(statistics.median(seconds), 3),
         "questions": rows,
     }
+
+
+def shared_cache(work: Path, wheels: Path, repo: Path, models: Path) -> dict:
+    """Both versions indexed into one cache, then each environment's questions asked again (cold, as above)."""
+    home = work / "home-shared"
+    shutil.rmtree(home, ignore_errors=True)
+    home.mkdir()
+    (home / "models").symlink_to(models)
+    env = {**os.environ, "KNOWLEDGE_HOME": str(home), "KNOWLEDGE_FILL": "0", "KNOWLEDGE_NO_DAEMON": "1",
+           "PYTHONPATH": str(PROJECT)}  # fmt: skip
+    link = repo / ".venv"
+    for version in VERSIONS:  # the cache holds both before any question
+        link.unlink()
+        link.symlink_to(environment(work, wheels, version))
+        run(sys.executable, "-m", "knowledge", "-C", str(repo), "deps", "index", "click", cwd=repo, env=env)
+    held = sorted(p.name for p in (home / "deps" / "python").iterdir())
+    out: dict = {"cache_holds": held, "versions": []}
+    for version in VERSIONS:
+        link.unlink()
+        link.symlink_to(environment(work, wheels, version))
+        found = asked_cold(repo, env, version, home)
+        out["versions"].append({key: found[key] for key in ("version", "every_result_installed", "answered", "of")})
+    return out
 
 
 def warm_scope_all(repo: Path, rounds: int) -> dict:
@@ -216,6 +244,12 @@ def main() -> None:
         print(f"  warm --scope all: p50 {found['warm_scope_all']['p50_ms']} ms, "
               f"p95 {found['warm_scope_all']['p95_ms']} ms", flush=True)  # fmt: skip
         results["versions"].append(found)
+    results["shared_cache"] = shared = shared_cache(args.work, args.wheels, repo, args.models)
+    for row in shared["versions"]:
+        print(
+            f"shared cache ({', '.join(shared['cache_holds'])}), click {row['version']} installed: every result "
+            f"from it {row['every_result_installed']}/{row['of']}, answered {row['answered']}/{row['of']}"
+        )
     if args.typical:
         home = args.work / "home-typical"
         shutil.rmtree(home, ignore_errors=True)
