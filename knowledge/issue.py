@@ -50,6 +50,11 @@ _EXCEPTION = re.compile(
 )
 _QUOTED = re.compile(r"""["“']([^"'“”\n]{12,200})["”']""")
 _IDENT = re.compile(r"[A-Za-z_]\w*")
+# A reproducer's import line (`from pkg.console import Console`, `>>> import pkg.mod as m`): the public modules every
+# reproducer starts from, not the place, so neither its modules nor its names count (a name counts for its use)
+_IMPORT_LINE = re.compile(
+    r"^[ \t]*(?:(?:>>>|\.\.\.|In \[\d+\]:)[ \t]*)?(?:from[ \t]+[\w.]+[ \t]+)?import[ \t]+[^\n]*$", re.MULTILINE
+)
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]{3,}")
 READ_HEAD = 16_000  # of a longer paste (a CI log), its first characters: the title, the report, the command run
 READ_TAIL = 48_000  # and its last: the error and the frames nearest it
@@ -78,7 +83,8 @@ class IssueText:
     code: str  # the code blocks and prompts, joined
     frames: tuple[Frame, ...]
     paths: tuple[str, ...]  # file paths as written (`sympy/core/basic.py`, `basic.py`)
-    modules: tuple[str, ...]  # dotted names that may be modules or qualified names (`sympy.core.basic`, `Foo.bar`)
+    modules: tuple[str, ...]  # dotted names that may be modules or qualified names (`sympy.core.basic`, `Foo.bar`),
+    # an import line's excepted
     names: tuple[str, ...]  # what the code calls or reads as an attribute, most used first (an import line names the
     # public entry point every reproducer starts from, not the place: it counts for nothing)
     messages: tuple[str, ...]  # error messages and quoted strings, as written
@@ -101,7 +107,7 @@ def read_issue(text: str) -> IssueText:
     prose_lines, code_lines = _split_code(text)
     code = "\n".join(code_lines)
     inline = [m.group(1) for m in _INLINE.finditer("\n".join(prose_lines))]
-    codeish = code + "\n" + "\n".join(inline)
+    codeish = _IMPORT_LINE.sub("", code + "\n" + "\n".join(inline))
     return IssueText(
         text=text,
         title=title,
@@ -110,7 +116,7 @@ def read_issue(text: str) -> IssueText:
         code=code,
         frames=_frames(text),
         paths=tuple(dict.fromkeys(m.group(1).replace("\\", "/") for m in _PATH.finditer(text))),
-        modules=tuple(dict.fromkeys(m.group(1) for m in _DOTTED.finditer(text))),
+        modules=tuple(dict.fromkeys(m.group(1) for m in _DOTTED.finditer(_IMPORT_LINE.sub("", text)))),
         names=_names(codeish + "\n" + _prose_calls(prose_lines), title),
         messages=_messages(text),
     )

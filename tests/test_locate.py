@@ -253,13 +253,18 @@ def test_the_issue_is_read_for_its_structure():
 
 def test_a_reproducers_import_line_names_nothing_the_code_does_not_use():
     """Issue 70: the import lines every reproducer starts with name the package's public entry points, weak evidence;
-    they used to count twice. A name counts for what the code does with it."""
+    they used to count twice, and their modules voted as paths. A name counts for what the code does with it."""
     issue = read_issue(
         "The console drops the last row\n\n```python\nfrom mypkg.console import Console, Theme\n"
         "Console().print_table([[1, 2], [3, 4]])\n```\n"
     )
     assert {"Console", "print_table"} <= set(issue.names)
     assert "Theme" not in issue.names
+    # nor does the module it imports from (its file took first place from the right one), unless written elsewhere
+    assert not {"mypkg.console", "console", "mypkg"} & {*issue.modules, *issue.names}
+    issue = read_issue("The table is cut\n\n>>> import mypkg.table as t\n>>> t.render()\n\nsee mypkg.console.wrap")
+    assert issue.modules == ("mypkg.console.wrap",)
+    assert "render" in issue.names
 
 
 def test_path_and_exclude_filters_hold_in_locate(shop):
