@@ -39,6 +39,10 @@ _FUNCTION_BEFORE = re.compile(
     r"(?:\bat ([\w$<>.]+) \(|\bin ([\w:<>~.$]+)(?:\([^)\n]{0,400}\))? "
     r"|#\d+ +(?:0x[0-9a-f]+ in )?([\w:<>~.$]+) \([^\n]{0,400}\) at )$"
 )
+_TRACE_LINE = re.compile(
+    "|".join(p.pattern for p in (_FRAME, _SHORT_FRAME, _IPYTHON_FRAME, _JVM_FRAME, _LOCATION)) + r"|^\s*Traceback \(",
+    re.MULTILINE,
+)
 _PYTHON_STYLE = re.compile(r"(?:^|\s)File $|^[ \t]*(?:[A-Z]+> *)?$")  # innermost last, as Python prints
 _PATH = re.compile(rf"(?<![\w/.-])((?:[\w.-]+/)*[\w-]+\.(?:{_SUFFIX}))(?![\w/])")
 _DOTTED = re.compile(r"(?<![\w.])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)(?![\w(])")
@@ -112,7 +116,7 @@ def read_issue(text: str) -> IssueText:
         text=text,
         title=title,
         prose="\n".join(prose_lines),
-        words=tuple(dict.fromkeys(w.lower() for w in _WORD.findall(title + "\n" + "\n".join(prose_lines)))),
+        words=tuple(dict.fromkeys(w.lower() for w in _WORD.findall(title + "\n" + _untraced(prose_lines)))),
         code=code,
         frames=_frames(text),
         paths=tuple(dict.fromkeys(m.group(1).replace("\\", "/") for m in _PATH.finditer(text))),
@@ -120,6 +124,11 @@ def read_issue(text: str) -> IssueText:
         names=_names(codeish + "\n" + _prose_calls(prose_lines), title),
         messages=_messages(text),
     )
+
+
+def _untraced(prose: list[str]) -> str:
+    """The prose less its trace lines: a frame's `File`, `line` and folders are no module the text names."""
+    return "\n".join(line for line in prose if not _TRACE_LINE.search(line))
 
 
 def _split_code(text: str) -> tuple[list[str], list[str]]:

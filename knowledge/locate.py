@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 
 MODULE_DEPTH = 12  # a dotted name's longest prefix tried as a module path: bounds the work a pasted `a.a.a…` costs
 _DOC_FOLDER = re.compile(r"(^|/)\.github/")
+_MAIN_GUARD = re.compile(r"""^if __name__ == ['"]__main__['"]\s*:""", re.MULTILINE)
 _RECORD_NAME = re.compile(r"(^|/)(changelog|changes|history|news|authors)[^/]*(/|$)", re.I)  # HISTORY.rst, changes/
 
 
@@ -325,7 +326,7 @@ def _located(
     """The file's answer: its evidence, and its entities ranked as files are (per signal, the file's chunks ranked by
     their votes, each rank worth 1 / (rank_constant + rank)), save that the frame nearest the error comes first: what
     ran when it failed says more of where than any likeness; the trace's other frames are one signal among the rest
-    (bench/locate.py, function level)."""
+    (bench/locate.py, function level); and a module's `__main__` demo comes after the definitions it calls."""
     evidence: dict[tuple[str, str], float] = {}
     per_signal: dict[str, dict[int | str, float]] = defaultdict(lambda: defaultdict(float))
     for signal, value, detail, key in path_votes:
@@ -335,13 +336,18 @@ def _located(
     fused = reciprocal_rank(((ranks_by_votes(votes_of), 1.0) for votes_of in per_signal.values()), policy.rank_constant)
     frames = per_signal.get("frame", {})
     nearest = min(frames, key=lambda k: (-frames[k], -fused[k], str(k)), default=None)
-    order = sorted(fused, key=lambda k: (k != nearest, -fused[k], str(k)))
     index = known[path]
-    by_key = index.searched.chunks([key for key in order if isinstance(key, int)])
-    definitions = _definitions(index.searched.chunks_of_path(path))
+    by_key = index.searched.chunks([key for key in fused if isinstance(key, int)])
+    chunk_of = {key: by_key.get(key) if isinstance(key, int) else index.chunk_by_id(key) for key in fused}
+    in_file = index.searched.chunks_of_path(path)
+    # a module's `if __name__ == "__main__":` block (all its parts) is its demo
+    demos = {group_key(c.id) for c in in_file if not c.symbol and _MAIN_GUARD.search(c.content) is not None}
+    demo = {key: chunk is not None and group_key(chunk.id) in demos for key, chunk in chunk_of.items()}
+    order = sorted(fused, key=lambda k: (k != nearest, demo[k], -fused[k], str(k)))
+    definitions = _definitions(in_file)
     entities: dict[str, LocatedEntity] = {}
     for key in order:
-        chunk = by_key.get(key) if isinstance(key, int) else index.chunk_by_id(key)
+        chunk = chunk_of[key]
         if chunk is None:
             continue
         entity = definitions.get(chunk.id) or LocatedEntity(chunk.id, _label(chunk), chunk.line_start, chunk.line_end)

@@ -692,3 +692,60 @@ def test_a_plugin_folders_index_is_named_by_its_folder_and_the_projects_own_fold
     data, paths = located(git_repo, "The shop cart parses a price with a comma as zero: the price parser is wrong")
     shop = next(f for f in data["files"] if f["path"] == f"{java}/Shop.java")
     assert [e for e in shop["evidence"] if e["signal"] == "path"] == []
+
+
+def test_a_pasted_traces_own_words_name_no_module(git_repo):
+    """Issue 70: a traceback pasted as prose (no fence) lent its words to the word-to-module rule: `File`, `line`,
+    `home` and the user's folders voted for a `line.py` (evidence `path line`). Its frames still vote as frames."""
+    trace = (
+        "Saving a drawing crashes\n\nTraceback (most recent call last):\n"
+        'File "/home/me/work/draw.py", line 12, in main\n'
+        'File "/home/me/work/export.py", line 40, in export\n'
+        "ValueError: the drawing has no name\n"
+    )
+    issue = read_issue(trace)
+    assert not {"line", "file", "home", "traceback", "export"} & set(issue.words)
+    assert {"saving", "drawing", "crashes"} <= set(issue.words)
+    assert [frame.function for frame in issue.frames] == ["export", "main"]
+    files = {
+        "geom/line.py": "def intersect(a, b):\n    return a\n",
+        "store/drawing.py": (
+            "def save(drawing):\n    if not drawing.name:\n        raise ValueError('the drawing has no name')\n"
+        ),
+    }
+    commit(git_repo, files, "draw")
+    run(git_repo, "reindex-all", "--quiet")
+    data, paths = located(git_repo, trace)
+    assert paths[0] == "store/drawing.py"
+    assert all(e.get("detail") != "line" for file in data["files"] for e in file["evidence"]), data
+
+
+def test_a_modules_main_block_is_listed_after_what_it_demonstrates(git_repo):
+    """Issue 70: a module's `if __name__ == "__main__":` demo calls every name the module defines, so it matched an
+    issue's words best and was listed as the place (49 of 370 entities on one library); it comes after the file's
+    definitions now, all of its parts."""
+    demo = "".join(
+        f"    table.add_column('column {n}', width=width)\n    table.add_row('row', 'width')\n" for n in range(60)
+    )
+    files = {
+        "rich_table.py": (
+            "class Table:\n"
+            "    def __init__(self):\n"
+            "        self.columns = []\n\n"
+            "    def add_column(self, header, width=None):\n"
+            "        self.columns.append((header, width))\n\n"
+            "    def measure_width(self, console_width):\n"
+            "        return sum(width or 0 for _, width in self.columns)\n\n\n"
+            'if __name__ == "__main__":\n'
+            "    width = 10\n    table = Table()\n" + demo
+        ),
+        "other.py": "def unrelated():\n    return 1\n",
+    }
+    commit(git_repo, files, "tables")
+    run(git_repo, "reindex-all", "--quiet")
+    data, paths = located(git_repo, "Table column width is measured wrong when a column has no width")
+    assert paths[0] == "rich_table.py"
+    names = [entity["name"] for entity in data["files"][0]["entities"]]
+    assert names, data
+    assert all(not entity["id"].startswith("rich_table.py#L") for entity in data["files"][0]["entities"][:3]), names
+    assert {"Table.add_column", "Table.measure_width"} & set(names[:2]), names
