@@ -53,6 +53,12 @@ _EXCEPTION = re.compile(
     r"^[ \t]*((?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception|Warning|Exit|Interrupt)):\s*(.+)$", re.MULTILINE
 )
 _QUOTED = re.compile(r"""["“']([^"'“”\n]{12,200})["”']""")
+# A Python frame that shows its source lines below it: `File "…", line 12, in f`, IPython 8's `File ~/m.py:12, in f`
+# and IPython 7's `~/m.py in f(x)`; the lines shown: indented, or IPython's numbered ones
+_SHOWING_FRAME = re.compile(
+    rf"{_FRAME.pattern}|File [^\s\"]+\.pyx?:\d+, in |^[ \t]*(?:[A-Za-z]:)?[^\s\"'<>]+\.pyx? in [\w<>.]+(?:\(.*)?$"
+)
+_SHOWN_CODE = re.compile(r"^(?:[ \t]+\S|-+>|\d)")
 _IDENT = re.compile(r"[A-Za-z_]\w*")
 # A reproducer's import line (`from pkg.console import Console`, `>>> import pkg.mod as m`): the public modules every
 # reproducer starts from, not the place, so neither its modules nor its names count (a name counts for its use)
@@ -235,5 +241,30 @@ def _names(code: str, title: str) -> tuple[str, ...]:
 
 def _messages(text: str) -> tuple[str, ...]:
     found = [m.group(2).strip() for m in _EXCEPTION.finditer(text)]
-    found += [m.group(1).strip() for m in _QUOTED.finditer(text) if " " in m.group(1).strip()]
+    found += [m.group(1).strip() for m in _QUOTED.finditer(_less_outer_frames_code(text)) if " " in m.group(1).strip()]
     return tuple(dict.fromkeys(message for message in found if len(message) >= 8))
+
+
+def _less_outer_frames_code(text: str) -> str:
+    """The text less the source lines a trace shows under each frame but the one nearest its error: a string quoted
+    there is its frame's code, which the frame already votes for, not a message anyone saw (the nearest frame's line
+    is the one that raised, whose string is the error's own)."""
+    lines = text.splitlines()
+    shown: list[list[int]] = []  # the current trace's frames, each with the lines shown under it
+    open_frame = False
+    outer: set[int] = set()
+    for number, line in enumerate(lines):
+        if _SHOWING_FRAME.search(line):
+            if shown:
+                outer.update(shown[-1])
+            shown.append([])
+            open_frame = True
+        elif _EXCEPTION.match(line):
+            shown, open_frame = [], False  # the trace ends at its error; its last frame's lines are the raise
+        elif not line.strip():
+            open_frame = False
+        elif open_frame and _SHOWN_CODE.match(line):
+            shown[-1].append(number)
+        else:
+            open_frame = False
+    return "\n".join(line for number, line in enumerate(lines) if number not in outer) if outer else text

@@ -749,3 +749,54 @@ def test_a_modules_main_block_is_listed_after_what_it_demonstrates(git_repo):
     assert names, data
     assert all(not entity["id"].startswith("rich_table.py#L") for entity in data["files"][0]["entities"][:3]), names
     assert {"Table.add_column", "Table.measure_width"} & set(names[:2]), names
+
+
+TRACE_THROUGH_A_DOCUMENTED_CALLER = (
+    "Exporting a drawing without a name fails\n\n"
+    "```\nIn [2]: api.export_drawing(drawing)\n"
+    "---------------------------------------------------------------------------\n"
+    "ValueError                                Traceback (most recent call last)\n"
+    "File ~/code/shapes/api.py:4, in export_drawing(drawing)\n"
+    "      2 def export_drawing(drawing):\n"
+    '      3     """Write the drawing out to a file named after the drawing."""\n'
+    "----> 4     return write(drawing)\n\n"
+    "File ~/code/shapes/store.py:4, in write(drawing)\n"
+    "      2 def write(drawing):\n"
+    "      3     if not drawing.name:\n"
+    "----> 4         raise ValueError('no name given for drawing %s' % drawing.id)\n\n"
+    "ValueError: no name given for drawing 7\n```\n"
+)
+
+
+def test_a_string_shown_under_an_outer_frame_is_its_code_not_a_message(git_repo):
+    """Issue 70: a trace shows each frame's source lines; a docstring or string there is that frame's code, which the
+    frame already votes for, and it was read as a quoted message found verbatim (a docstring quoted under sympy's
+    `Poly.__new__` frame gave polytools.py the message vote of polyoptions.py, where the error was raised). The
+    string on the line of the frame nearest the error is the raise's own, and stays a message."""
+    issue = read_issue(TRACE_THROUGH_A_DOCUMENTED_CALLER)
+    assert "Write the drawing out to a file named after the drawing." not in issue.messages
+    assert {"no name given for drawing 7", "no name given for drawing %s"} <= set(issue.messages)
+    assert [frame.path for frame in issue.frames] == ["~/code/shapes/store.py", "~/code/shapes/api.py"]
+    prose = read_issue('Export says "Write the drawing out to a file named after the drawing." but does not')
+    assert "Write the drawing out to a file named after the drawing." in prose.messages
+    files = {
+        "shapes/api.py": (
+            "from shapes.store import write\n\n"
+            "def export_drawing(drawing):\n"
+            '    """Write the drawing out to a file named after the drawing."""\n'
+            "    return write(drawing)\n\n\n"
+            "def export_all(drawings):\n    return [export_drawing(d) for d in drawings]\n"
+        ),
+        "shapes/store.py": (
+            "def write(drawing):\n    if not drawing.name:\n"
+            "        raise ValueError('no name given for drawing %s' % drawing.id)\n"
+            "    return drawing.name\n"
+        ),
+    }
+    commit(git_repo, files, "shapes")
+    run(git_repo, "reindex-all", "--quiet")
+    data, paths = located(git_repo, TRACE_THROUGH_A_DOCUMENTED_CALLER)
+    assert paths[0] == "shapes/store.py", data
+    assert not any(
+        e["signal"] == "message" for file in data["files"] if file["path"] == "shapes/api.py" for e in file["evidence"]
+    ), data
