@@ -25,6 +25,15 @@ from .secrets import SecretRedactor
 
 HISTORY_COMMITS = 10_000  # the newest reachable commits kept: years of most projects, read in seconds
 _MERGE = re.compile(r"^Merge (pull request|branch|remote-tracking branch) ")
+# Subjects that say nothing a reader can check about the change: a bot's dependency bump, a merge with no title under
+# it, a web editor's "Update path.py"; shown as a file's evidence only when no other commit matched
+_UNSAID = re.compile(
+    r"^(?:(?:build|chore|fix)\(deps(?:-dev)?\): )?(?:Bump|Update) \S+ (?:requirement )?from \S+ to \S+"
+    r"|^(?:chore\(deps\): )?Update dependency \S+"
+    r"|^Merge (?:pull request|branch|remote-tracking branch) "
+    r"|^(?:Update|Create|Delete|Add files via upload)(?: [\w./-]+\.\w+)?$",
+    re.IGNORECASE,
+)
 MAX_FILES = 40  # a commit that changed more files (a reformat, a rename sweep) says little of where anything is
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS commits (id INTEGER PRIMARY KEY, sha TEXT UNIQUE NOT NULL, time INTEGER NOT NULL,
@@ -160,8 +169,10 @@ def _utf8(text: str) -> str:
 
 
 def files_like(root: Path, words: Sequence[str], commits: int = 50) -> list[tuple[str, float, str]]:
-    """(path, score, the best commit's subject) of the files changed by the past commits whose messages best match
-    `words`, best first; a commit's weight is shared among the files it changed."""
+    """(path, score, what the evidence says) of the files changed by the past commits whose messages best match
+    `words`, best first; a commit's weight is shared among the files it changed. The evidence is the subject of the
+    file's best commit that says what it changed; a bump, a bare merge or an empty message only where no other
+    matched, then with its sha, which a reader can look up. The scores count every commit as before."""
     path = history_path(root)
     unique = list(dict.fromkeys(w for w in words if w))[:400]
     if not unique or not path.exists():
@@ -169,23 +180,25 @@ def files_like(root: Path, words: Sequence[str], commits: int = 50) -> list[tupl
     expression = " OR ".join('"' + word.replace('"', '""') + '"' for word in unique)
     with contextlib.closing(_connect(path)) as db:
         rows = db.execute(
-            "SELECT c.files, -bm25(messages), m.message FROM messages m JOIN commits c ON c.id = m.rowid "
+            "SELECT c.files, -bm25(messages), m.message, c.sha FROM messages m JOIN commits c ON c.id = m.rowid "
             "WHERE messages MATCH ? ORDER BY bm25(messages) LIMIT ?",
             (expression, commits),
         ).fetchall()
     scores: dict[str, float] = defaultdict(float)
-    because: dict[str, tuple[float, str]] = {}
-    for files, score, message in rows:
+    because: dict[str, tuple[bool, float, str]] = {}
+    for files, score, message, sha in rows:
         paths = files.split("\n") if files else []
         if not paths or len(paths) > MAX_FILES:
             continue
         share = score / math.sqrt(len(paths))
         subject = _subject(message)
+        said = bool(subject) and _UNSAID.match(subject) is None
+        shown = subject if said else f"{subject or 'a commit with no message'} ({sha[:10]})"
         for path_changed in paths:
             scores[path_changed] += share
-            if share > because.get(path_changed, (0.0, ""))[0]:
-                because[path_changed] = (share, subject)
-    return [(p, s, because[p][1]) for p, s in sorted(scores.items(), key=lambda item: -item[1])]
+            if (said, share) > because.get(path_changed, (False, 0.0, ""))[:2]:
+                because[path_changed] = (said, share, shown)
+    return [(p, s, because[p][2]) for p, s in sorted(scores.items(), key=lambda item: -item[1])]
 
 
 def _subject(message: str) -> str:

@@ -200,7 +200,9 @@ LOCATE_SIGNALS = (
     LocateSignal("message", "a quoted error message is written there", quoted=True, sure="high"),
     LocateSignal("words", "its words are the text's (the lexical index)"),
     LocateSignal("meaning", "it means what the text means (the static stage, the transformer once vectors exist)"),
-    LocateSignal("history", "a past commit whose message reads like the text changed it (its subject)", quoted=True),
+    LocateSignal(
+        "history", "a past commit whose message reads like the text changed it (its subject, or its sha)", quoted=True
+    ),
 )
 
 

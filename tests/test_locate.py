@@ -194,6 +194,24 @@ def test_a_merged_pull_requests_evidence_is_its_title_not_the_merge_line(shop):
     assert {"signal": "history", "detail": "Sort the catalog listing by the item price"} in catalog["evidence"]
 
 
+def test_history_evidence_is_a_commit_that_says_what_it_changed(shop):
+    """Issue 70: the held-out report found dependency bumps, bare merges and "Update file.py" shown as history evidence
+    (and one with no detail at all): nothing a reader can check. A file's evidence is its best commit that says what it
+    changed; one that says nothing is shown only where no other matched, with its sha. The scores are as before."""
+    commit(shop, {"shop/money.py": PACKAGE["shop/money.py"] + "\n# rounding helpers 2\n"},
+           "Bump rounding-helpers from 1.0 to 2.0 in the amounts module")  # fmt: skip
+    commit(shop, {"shop/catalog.py": PACKAGE["shop/catalog.py"] + "# rounding\n"},
+           "build(deps): bump rounding-helpers from 1.0 to 2.0")  # fmt: skip
+    commit(shop, {"shop/parser.py": PACKAGE["shop/parser.py"] + "# amounts\n"}, "Update shop/parser.py")
+    run(shop, "reindex-from-changes", "--quiet")
+    sha = git(shop, "log", "-1", "--format=%H", "--", "shop/catalog.py").strip()
+    data, _ = located(shop, "amounts have a rounding problem: update the rounding helpers")
+    evidence = {f["path"]: [e["detail"] for e in f["evidence"] if e["signal"] == "history"] for f in data["files"]}
+    assert evidence["shop/money.py"] == ["Fix rounding of amounts"], data
+    assert evidence["shop/catalog.py"] == [f"build(deps): bump rounding-helpers from 1.0 to 2.0 ({sha[:10]})"], data
+    assert [d for d in evidence.get("shop/parser.py", []) if not d.endswith(")")] == [], data
+
+
 def test_a_branch_switch_and_a_rebase_leave_the_history_true(shop):
     def messages():
         with sqlite3.connect(history.history_path(shop)) as db:
