@@ -65,6 +65,12 @@ _IDENT = re.compile(r"[A-Za-z_]\w*")
 _IMPORT_LINE = re.compile(
     r"^[ \t]*(?:(?:>>>|\.\.\.|In \[\d+\]:)[ \t]*)?(?:from[ \t]+[\w.]+[ \t]+)?import[ \t]+[^\n]*$", re.MULTILINE
 )
+# An object's printed form (`<class 'pkg.console.Console'>`, `<pkg.mod.Table object at 0x7f…>`, a diagnostics box's
+# title): what the user's program printed of its own objects, the package's central ones, not a place the text names
+_REPR = re.compile(
+    r"<(?:class|type|module|enum|function|bound method|built-in function|built-in method) '?[\w.<>]+'?[^<>\n]{0,200}>"
+    r"|<[\w.]+ object at 0x[0-9a-fA-F]+>"
+)
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]{3,}")
 READ_HEAD = 16_000  # of a longer paste (a CI log), its first characters: the title, the report, the command run
 READ_TAIL = 48_000  # and its last: the error and the frames nearest it
@@ -94,7 +100,7 @@ class IssueText:
     frames: tuple[Frame, ...]
     paths: tuple[str, ...]  # file paths as written (`sympy/core/basic.py`, `basic.py`)
     modules: tuple[str, ...]  # dotted names that may be modules or qualified names (`sympy.core.basic`, `Foo.bar`),
-    # an import line's excepted
+    # an import line's and a printed object's (`<class 'pkg.mod.Cls'>`) excepted
     names: tuple[str, ...]  # what the code calls or reads as an attribute, most used first (an import line names the
     # public entry point every reproducer starts from, not the place: it counts for nothing)
     messages: tuple[str, ...]  # error messages and quoted strings, as written
@@ -117,16 +123,18 @@ def read_issue(text: str) -> IssueText:
     prose_lines, code_lines = _split_code(text)
     code = "\n".join(code_lines)
     inline = [m.group(1) for m in _INLINE.finditer("\n".join(prose_lines))]
-    codeish = _IMPORT_LINE.sub("", code + "\n" + "\n".join(inline))
+    codeish = _REPR.sub("", _IMPORT_LINE.sub("", code + "\n" + "\n".join(inline)))
     return IssueText(
         text=text,
         title=title,
         prose="\n".join(prose_lines),
-        words=tuple(dict.fromkeys(w.lower() for w in _WORD.findall(title + "\n" + _untraced(prose_lines)))),
+        words=tuple(
+            dict.fromkeys(w.lower() for w in _WORD.findall(title + "\n" + _REPR.sub("", _untraced(prose_lines))))
+        ),
         code=code,
         frames=_frames(text),
         paths=tuple(dict.fromkeys(m.group(1).replace("\\", "/") for m in _PATH.finditer(text))),
-        modules=tuple(dict.fromkeys(m.group(1) for m in _DOTTED.finditer(_IMPORT_LINE.sub("", text)))),
+        modules=tuple(dict.fromkeys(m.group(1) for m in _DOTTED.finditer(_REPR.sub("", _IMPORT_LINE.sub("", text))))),
         names=_names(codeish + "\n" + _prose_calls(prose_lines), title),
         messages=_messages(text),
     )

@@ -818,3 +818,44 @@ def test_a_string_shown_under_an_outer_frame_is_its_code_not_a_message(git_repo)
     assert not any(
         e["signal"] == "message" for file in data["files"] if file["path"] == "shapes/api.py" for e in file["evidence"]
     ), data
+
+
+DIAGNOSTICS_BOX = (
+    "Table columns are too narrow when a cell wraps\n\n"
+    "The column width ignores the wrapped cell, so the table is cut.\n\n"
+    "```\n$ python -m paint.diagnose\n"
+    "╭──────────── <class 'paint.console.Console'> ────────────╮\n"
+    "│ A high level console interface.                       │\n"
+    "│     color_system = 'truecolor'                         │\n"
+    "│         encoding = 'utf-8'                             │\n"
+    "│             file = <_io.TextIOWrapper name='<stdout>'> │\n"
+    "╰────────────────────────────────────────────────────────╯\n"
+    "<paint.console.Console object at 0x7f3a2c1d0e50>\n```\n"
+)
+
+
+def test_a_printed_object_names_no_module(git_repo):
+    """Issue 70: a pasted diagnostics box titled `<class 'pkg.console.Console'>`, or an object's printed form, names
+    the package's central object, not the place; its module voted as a path the text names, and its parts as names.
+    Written anywhere else, the module still votes."""
+    issue = read_issue(DIAGNOSTICS_BOX)
+    assert not {"paint.console.Console", "paint.console"} & set(issue.modules), issue.modules
+    assert not {"Console", "console"} & set(issue.names), issue.names
+    assert "paint.console.Console" in read_issue("see paint.console.Console for the width").modules
+    files = {
+        "paint/console.py": (
+            "class Console:\n    '''A high level console interface.'''\n\n"
+            "    def print(self, renderable):\n        return renderable\n"
+        ),
+        "paint/table.py": (
+            "def column_width(cells):\n    '''The width of a table column: its widest cell, wrapped or not.'''\n"
+            "    return max(len(cell) for cell in cells)\n"
+        ),
+        "paint/diagnose.py": "from paint.console import Console\n\ndef report():\n    return Console()\n",
+    }
+    commit(git_repo, files, "paint")
+    run(git_repo, "reindex-all", "--quiet")
+    data, paths = located(git_repo, DIAGNOSTICS_BOX)
+    assert paths[0] == "paint/table.py", data
+    console = next((f for f in data["files"] if f["path"] == "paint/console.py"), {"evidence": []})
+    assert all(e["signal"] not in ("path", "name") for e in console["evidence"]), data
